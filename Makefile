@@ -1,0 +1,61 @@
+# benchbook: every target bootstraps what it needs by itself.
+#   make reproduce   reproduce every registered figure that can run on this machine
+#   make test        run the test suite
+#   make bench       side-by-side speed comparisons (results in BENCHMARKS.md)
+#   make lab         JupyterLab on notebooks/
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LOCK := manifests/requirements.lock
+NATIVE := build/bb-loadgen
+
+.PHONY: all venv deps native test reproduce bench lab lock clean
+
+all: venv
+
+# Python environment from the hashed pip lock (pip refuses anything whose hash differs).
+$(STAMP): $(LOCK) pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+venv: $(STAMP)
+
+# Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones.
+deps:
+	@missing=$$(grep -v '^#' manifests/debian-packages.txt | awk 'NF{print $$1}' | \
+	  while read p; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing $$missing"; \
+	  (apt-get update -q || true) >/dev/null 2>&1; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+	  echo "deps: some Debian packages could not be installed; tests that need them skip with a reason"; \
+	else echo "deps: not root, not installing: $$missing (tests that need them skip)"; fi
+
+native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE))
+
+$(NATIVE): native/loadgen/bb-loadgen.c
+	@mkdir -p build
+	$(CC) -O2 -Wall -Wextra -o $@ $<
+
+test: venv deps native
+	$(BIN)/python -m pytest -q tests
+
+reproduce: venv deps native
+	$(BIN)/benchbook reproduce --all
+
+bench: venv deps native
+	$(BIN)/python benchmarks/run.py
+
+lab: venv
+	$(BIN)/jupyter lab notebooks/
+
+# Regenerate the lock from manifests/requirements.in (developers only; needs uv).
+lock:
+	uv pip compile --python-version 3.11 --generate-hashes manifests/requirements.in -o $(LOCK)
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,1 @@
+"""Sub-commands of the `benchbook` CLI, one module per command group (see benchbook.cli)."""

@@ -1,0 +1,32 @@
+"""Shared fixtures: where the real test data lives, and honest skips for privileged tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchbook.paths import SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS} (set BENCHBOOK_SHARED)")
+    return SHARED_DATASETS
+
+
+def require_root() -> None:
+    """Skip (with a reason pytest -ra prints) unless running as root."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, cgroups, LXC)")
+
+
+def require_program(name: str) -> str:
+    """Skip unless `name` is on PATH; return its path."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} not installed (make deps installs it as root)")
+    return path
