@@ -1,1 +1,43 @@
-"""benchbook.figures"""
+"""benchbook.figures: plotly figure builders in one house style, and saving them.
+
+    hdr_percentile_plot    latency vs percentile on a 1/(1-p) axis (HDR plot)
+    worst_latency_scatter  worst-N latencies over time
+    histogram_plot         bucketed latency histograms (step outlines)
+    cdf_plot               CDF or CCDF (exact step functions)
+    time_series_plot       per-second rates, throughput, cwnd ...
+    bar_plot, fairness_bars
+    save_figure            HTML (offline) + PNG/SVG/PDF via kaleido, "unavailable: <reason>" if not
+"""
+
+from benchbook.figures.bars import bar_plot, fairness_bars
+from benchbook.figures.distribution import cdf_plot, ecdf, histogram_plot, value_counts
+from benchbook.figures.export import export_session, find_browser, save_figure, static_export_status
+from benchbook.figures.hdr import hdr_percentile_plot, ladder_series, percentile_ticks, percentile_to_x
+from benchbook.figures.scatter import worst_latency_scatter, worst_n_indices
+from benchbook.figures.style import PALETTE, TEMPLATE_NAME, apply_style, unit_label, unit_scale
+from benchbook.figures.timeseries import time_series_plot
+
+__all__ = [
+    "PALETTE",
+    "TEMPLATE_NAME",
+    "apply_style",
+    "bar_plot",
+    "cdf_plot",
+    "ecdf",
+    "export_session",
+    "fairness_bars",
+    "find_browser",
+    "hdr_percentile_plot",
+    "histogram_plot",
+    "ladder_series",
+    "percentile_ticks",
+    "percentile_to_x",
+    "save_figure",
+    "static_export_status",
+    "time_series_plot",
+    "unit_label",
+    "unit_scale",
+    "value_counts",
+    "worst_latency_scatter",
+    "worst_n_indices",
+]
