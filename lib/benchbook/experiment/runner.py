@@ -1,29 +1,40 @@
 """Execute one parameterised notebook into a run directory and leave a run record.
 
-A run directory is ``<runs_dir>/<experiment>/<run_id>/`` holding the executed notebook, whatever the
-notebook writes into ``output_dir`` (it receives that parameter), and ``run.json``. The record is
-written before execution (status "running") and rewritten atomically when the run ends, so a run
-killed midway is recognisable as incomplete and keeps whatever raw data it had written.
+A run directory is ``<runs_dir>/<experiment>/<run_id>/`` holding ``raw/`` (measured data),
+``analysis/`` (derived data), the executed notebook, whatever else the notebook writes into
+``output_dir`` (it receives that parameter), copies of channels.scm and the Guix manifest, and
+``run.json`` (schema: run.schema.json). The record is written before execution (status "running")
+and rewritten atomically when the run ends, so a run killed midway is recognisable as incomplete and
+keeps whatever raw data it had written.
+
+A notebook may leave two files for the record: ``metrics.json`` (an object of named results, folded
+into "metrics") and ``capabilities.json`` (a list of {"capability", "status", "detail"}: what was
+missing or substituted, folded into "capabilities").
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import secrets
+import shutil
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from benchbook.experiment.record import write_json_atomic, write_record  # noqa: F401 (re-exported)
 from benchbook.paths import RUNS_DIR
+
+CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
+MAX_INPUT_DIR_FILES = 5000
 
 
 @dataclass
 class RunResult:
     run_dir: Path
-    status: str  # "complete" | "failed"
+    status: str  # "complete" | "failed" | "interrupted"
     record: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
@@ -32,21 +43,96 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def new_run_id() -> str:
+def new_run_id(tag: str | None = None) -> str:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    middle = f"-{tag}" if tag else ""
+    return f"{stamp}{middle}-{secrets.token_hex(3)}"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temporary file in the same directory and rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=False, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[Path]) -> tuple[list[dict], list[str]]:
+    """The notebook, every parameter that names an existing file or directory, and ``extra`` paths."""
+    from benchbook.provenance.checksums import file_entry, iter_files
+
+    entries = [file_entry(notebook, role="notebook")]
+    warnings: list[str] = []
+    candidates: list[tuple[str, Path]] = []
+    for name, value in parameters.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, str) and v and len(v) < 4096 and ("/" in v or "." in v):
+                p = Path(v)
+                if p.exists():
+                    candidates.append((f"parameter:{name}", p))
+    candidates += [("input", Path(p)) for p in extra]
+    for role, p in candidates:
+        if p.is_file():
+            entries.append(file_entry(p.resolve(), role=role))
+        elif p.is_dir():
+            files = iter_files(p)
+            if len(files) > MAX_INPUT_DIR_FILES:
+                warnings.append(f"input directory {p} has {len(files)} files; hashed the first {MAX_INPUT_DIR_FILES}")
+            for f in files[:MAX_INPUT_DIR_FILES]:
+                entries.append(file_entry(f.resolve(), role=role))
+    return entries, warnings
+
+
+def _fold_notebook_files(run_dir: Path, record: dict[str, Any]) -> None:
+    """metrics.json and capabilities.json written by the notebook go into the record."""
+    warnings = record.setdefault("warnings", [])
+    mpath = run_dir / "metrics.json"
+    if mpath.exists():
+        try:
+            metrics = json.loads(mpath.read_text(encoding="utf-8"))
+            if isinstance(metrics, dict):
+                record["metrics"].update(metrics)
+            else:
+                warnings.append(f"{mpath}: expected a JSON object of metrics, got {type(metrics).__name__}; ignored")
+        except json.JSONDecodeError as exc:
+            warnings.append(f"{mpath}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}); ignored")
+    cpath = run_dir / "capabilities.json"
+    if cpath.exists():
+        try:
+            caps = json.loads(cpath.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            warnings.append(f"{cpath}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}); ignored")
+            caps = []
+        if not isinstance(caps, list):
+            warnings.append(f"{cpath}: expected a list of capability objects; ignored")
+            caps = []
+        for i, c in enumerate(caps):
+            if not (isinstance(c, dict) and isinstance(c.get("capability"), str)):
+                warnings.append(f"{cpath}: item {i}: expected {{\"capability\", \"status\", \"detail\"}}; ignored")
+                continue
+            status = c.get("status", "unknown")
+            if status not in CAPABILITY_STATUSES:
+                warnings.append(f"{cpath}: item {i}: status {status!r} is not one of {CAPABILITY_STATUSES}; "
+                                f"recorded as unknown")
+                status = "unknown"
+            detail = c.get("detail")
+            record["capabilities"].append({"capability": c["capability"], "status": status,
+                                           "detail": None if detail is None else str(detail)})
+
+
+def _copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, str]:
+    from benchbook.provenance.environment import CHANNELS_FILE
+
+    copied: dict[str, str] = {}
+    if CHANNELS_FILE.is_file():
+        shutil.copyfile(CHANNELS_FILE, run_dir / "channels.scm")
+        copied["channels"] = "channels.scm"
+    if manifest is not None and Path(manifest).is_file():
+        shutil.copyfile(manifest, run_dir / "manifest.scm")
+        copied["manifest"] = "manifest.scm"
+        copied["manifest_source"] = Path(manifest).name
+    return copied
+
+
+def default_manifest(parameters: dict[str, Any]) -> Path:
+    """The testbed manifest for measuring notebooks (a ``backend`` of local/testbed/ssh), else analysis."""
+    from benchbook.provenance.environment import ANALYSIS_MANIFEST, TESTBED_MANIFEST
+
+    backend = str(parameters.get("backend", "")).lower()
+    return TESTBED_MANIFEST if backend in {"local", "testbed", "ssh"} else ANALYSIS_MANIFEST
 
 
 def run_notebook(
@@ -56,29 +142,73 @@ def run_notebook(
     runs_dir: Path | None = None,
     run_id: str | None = None,
     kernel_name: str = "python3",
+    *,
+    repetition: int = 0,
+    sweep: dict[str, Any] | None = None,
+    inputs: Iterable[Path] = (),
+    manifest: Path | None = None,
+    fingerprint: dict[str, Any] | None = None,
+    capabilities: Iterable[dict[str, Any]] = (),
 ) -> RunResult:
-    """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``."""
+    """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
+
+    The run record holds the host fingerprint (computed once per process unless given), the
+    environment (lock hash, Guix channel commit, git commit and dirty flag), inputs and outputs
+    with SHA-256, metrics and capabilities. KeyboardInterrupt marks the run "interrupted" and is
+    re-raised; any other failure marks it "failed" and keeps everything the notebook wrote.
+    """
     import papermill as pm
 
-    notebook = Path(notebook)
+    from benchbook.provenance.checksums import hash_tree, sha256_file
+    from benchbook.provenance.environment import environment_description
+    from benchbook.provenance.fingerprint import host_fingerprint
+
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"{notebook}: notebook not found")
     runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
     run_id = run_id or new_run_id()
     run_dir = runs_dir / experiment / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
+    (run_dir / "raw").mkdir()
+    (run_dir / "analysis").mkdir()
+    user_params = dict(parameters)
     params = dict(parameters)
     params["output_dir"] = str(run_dir)
+    started = time.monotonic()
     record: dict[str, Any] = {
+        "schema_version": 1,
         "id": run_id,
         "experiment": experiment,
         "notebook": str(notebook),
-        "parameters": params,
+        "notebook_sha256": sha256_file(notebook),
+        "executed_notebook": notebook.name,
+        "parameters": user_params,
+        "repetition": int(repetition),
+        "sweep": sweep,
         "status": "running",
         "start": now_iso(),
         "end": None,
+        "duration_s": None,
+        "error": None,
+        "environment": environment_description(),
+        "inputs": [],
+        "outputs": [],
+        "metrics": {},
+        "capabilities": [dict(c) for c in capabilities],
+        "environment_files": {},
+        "warnings": [],
     }
-    write_json_atomic(run_dir / "run.json", record)
+    write_record(run_dir, record)
+    # Provenance that takes a moment comes after the first record, so a kill here is still visible.
+    record["host"] = fingerprint if fingerprint is not None else host_fingerprint()
+    record["environment_files"] = _copy_environment_files(run_dir, manifest or default_manifest(user_params))
+    record["inputs"], input_warnings = _input_entries(notebook, user_params, inputs)
+    record["warnings"].extend(input_warnings)
+    write_record(run_dir, record)
     executed = run_dir / notebook.name
     error: str | None = None
+    interrupted: BaseException | None = None
     try:
         pm.execute_notebook(
             str(notebook),
@@ -89,13 +219,19 @@ def run_notebook(
             cwd=str(run_dir),
         )
         status = "complete"
+    except KeyboardInterrupt as exc:
+        status, error, interrupted = "interrupted", "interrupted (KeyboardInterrupt/SIGINT/SIGTERM)", exc
     except Exception as exc:  # the notebook failed: keep everything it wrote, record why
         status = "failed"
         error = f"{type(exc).__name__}: {exc}"
         record["traceback"] = traceback.format_exc(limit=5)
+    _fold_notebook_files(run_dir, record)
+    record["outputs"] = hash_tree(run_dir, skip=("run.json",))
     record["status"] = status
     record["end"] = now_iso()
-    if error:
-        record["error"] = error
-    write_json_atomic(run_dir / "run.json", record)
+    record["duration_s"] = round(time.monotonic() - started, 3)
+    record["error"] = error
+    write_record(run_dir, record)
+    if interrupted is not None:
+        raise interrupted
     return RunResult(run_dir=run_dir, status=status, record=record, error=error)

@@ -1,0 +1,123 @@
+"""Run records (run.json): the schema, validation on write and on read, atomic writes, discovery."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_PATH = Path(__file__).with_name("run.schema.json")
+SCHEMA_VERSION = 1
+RECORD_NAME = "run.json"
+
+
+class RunRecordError(ValueError):
+    """A run.json that is not valid JSON or does not follow the schema (message names file and place)."""
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema(), format_checker=cls.FORMAT_CHECKER)
+
+
+def validation_errors(record: dict[str, Any]) -> list[str]:
+    """Human-readable schema violations ("at parameters.rate: ... "), empty when valid."""
+    errors = []
+    for err in sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        errors.append(f"at {where}: {err.message}")
+    return errors
+
+
+def validate_record(record: dict[str, Any], source: str = "run record") -> None:
+    errors = validation_errors(record)
+    if errors:
+        raise RunRecordError(f"{source}: does not follow {SCHEMA_PATH.name} (schema version "
+                             f"{SCHEMA_VERSION}): " + "; ".join(errors[:5]))
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON via a temporary file in the same directory, fsync, and rename it into place."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    try:  # make the rename itself durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_record(run_dir: Path, record: dict[str, Any]) -> None:
+    """Validate, then atomically write ``run_dir/run.json``. An invalid record is never written."""
+    record = json.loads(json.dumps(record, default=str))  # what will be on disk is what we validate
+    validate_record(record, source=str(Path(run_dir) / RECORD_NAME))
+    write_json_atomic(Path(run_dir) / RECORD_NAME, record)
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """Read and validate a run.json (``path`` may be the run directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RECORD_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunRecordError(f"{path}: no run record (expected a run.json written by benchbook)") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunRecordError(f"{path}: line {exc.lineno} column {exc.colno} (byte {exc.pos}): "
+                             f"not valid JSON: {exc.msg}") from None
+    if not isinstance(record, dict):
+        raise RunRecordError(f"{path}: expected a JSON object at byte 0")
+    validate_record(record, source=str(path))
+    return record
+
+
+def iter_run_dirs(experiment_dir: Path) -> Iterator[Path]:
+    """Run directories directly under an experiment directory (skipping hidden ones such as .attempts)."""
+    experiment_dir = Path(experiment_dir)
+    if not experiment_dir.is_dir():
+        return
+    for d in sorted(experiment_dir.iterdir()):
+        if d.is_dir() and not d.name.startswith(".") and (d / RECORD_NAME).exists():
+            yield d
+
+
+def find_run(ref: str | Path, runs_dir: Path) -> Path:
+    """A run directory from a path, "<experiment>/<run-id>", or a bare run id under ``runs_dir``."""
+    p = Path(ref)
+    if (p / RECORD_NAME).is_file():
+        return p
+    if (runs_dir / p / RECORD_NAME).is_file():
+        return runs_dir / p
+    matches = sorted(runs_dir.glob(f"*/{p.name}/{RECORD_NAME}"))
+    if len(matches) == 1:
+        return matches[0].parent
+    if len(matches) > 1:
+        raise RunRecordError(f"run id {ref} is ambiguous under {runs_dir}: " + ", ".join(str(m.parent) for m in matches))
+    raise RunRecordError(f"{ref}: no run record found (looked for {p}/run.json and under {runs_dir})")

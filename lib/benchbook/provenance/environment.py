@@ -1,0 +1,89 @@
+"""The software environment of a run: pip lock hash, pinned Guix channels, git state, Python."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
+from benchbook.provenance.checksums import sha256_file
+
+LOCK_FILE = MANIFESTS_DIR / "requirements.lock"
+CHANNELS_FILE = REPO_ROOT / "channels.scm"
+ANALYSIS_MANIFEST = MANIFESTS_DIR / "analysis.scm"
+TESTBED_MANIFEST = MANIFESTS_DIR / "testbed.scm"
+ENVIRONMENT_YML = REPO_ROOT / "environment.yml"
+
+
+def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10.0) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
+    """{"git_commit", "git_dirty"} or nulls with a reason under "git_error"."""
+    if shutil.which("git") is None:
+        return {"git_commit": None, "git_dirty": None, "git_error": "git not installed"}
+    try:
+        head = _run(["git", "rev-parse", "HEAD"], cwd=repo)
+        if head.returncode != 0:
+            return {"git_commit": None, "git_dirty": None, "git_error": head.stderr.strip() or "not a git work tree"}
+        status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        return {"git_commit": head.stdout.strip(), "git_dirty": dirty}
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"git_commit": None, "git_dirty": None, "git_error": f"{type(exc).__name__}: {exc}"}
+
+
+def guix_channel_commit(channels: Path = CHANNELS_FILE) -> str | None:
+    """The commit pinned for the 'guix' channel in channels.scm (None if the file is absent)."""
+    from benchbook.provenance.scheme import channel_commits
+
+    if not Path(channels).is_file():
+        return None
+    commits = channel_commits(channels)
+    return commits.get("guix") or next(iter(commits.values()))
+
+
+def guix_describe() -> dict[str, Any]:
+    """`guix describe -f channels` when running under Guix, else why not."""
+    if shutil.which("guix") is None:
+        return {"available": False, "reason": "guix not on PATH (not running under Guix)"}
+    try:
+        out = _run(["guix", "describe", "-f", "channels"], timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
+    if out.returncode != 0:
+        return {"available": False, "reason": out.stderr.strip()[-500:]}
+    return {"available": True, "channels": out.stdout}
+
+
+def lock_hash(lock: Path = LOCK_FILE) -> str | None:
+    return sha256_file(lock) if Path(lock).is_file() else None
+
+
+def environment_description() -> dict[str, Any]:
+    """What goes under "environment" in a run record."""
+    try:
+        from importlib.metadata import version
+
+        bb_version = version("benchbook")
+    except Exception:  # not installed as a distribution (running from the tree)
+        bb_version = "unknown"
+    env: dict[str, Any] = {
+        "lock_file": str(LOCK_FILE.relative_to(REPO_ROOT)),
+        "lock_sha256": lock_hash(),
+        "python": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+        "benchbook_version": bb_version,
+    }
+    try:
+        env["guix_channel_commit"] = guix_channel_commit()
+    except ValueError as exc:
+        env["guix_channel_commit"] = None
+        env["guix_channel_error"] = str(exc)
+    env["guix_describe"] = guix_describe()
+    env.update(git_state())
+    return env
