@@ -1,0 +1,115 @@
+"""Can a registry entry run on this machine? Each `requires` name is checked, with the reason.
+
+Names with a meaning of their own are listed in SPECIAL ("root", "kvm", "cgroup-v2-cpuset",
+"netns", "testbed"); any other name is a program that must be on PATH (or in /usr/sbin, /sbin),
+such as "dpdk-testpmd", "lxc-start", "tcpdump". Checks are cheap and have no side effects.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+# Debian packages that provide programs entries commonly need (for a helpful reason text).
+PROGRAM_PACKAGES = {
+    "dpdk-testpmd": "dpdk",
+    "lxc-start": "lxc",
+    "lxc-create": "lxc",
+    "tcpdump": "tcpdump",
+    "tshark": "tshark",
+    "iperf3": "iperf3",
+    "perf": "linux-perf",
+    "qemu-system-x86_64": "qemu-system-x86",
+    "debootstrap": "debootstrap",
+    "ip": "iproute2",
+    "tc": "iproute2",
+    "chromium": "chromium",
+}
+
+
+def _root() -> str | None:
+    return None if os.geteuid() == 0 else "needs root (run as root or with sudo)"
+
+
+def _kvm() -> str | None:
+    dev = Path("/dev/kvm")
+    if not dev.exists():
+        return "/dev/kvm does not exist (no hardware virtualisation here)"
+    if not os.access(dev, os.R_OK | os.W_OK):
+        return "/dev/kvm is not readable and writable by this user"
+    return None
+
+
+def _cgroup_v2_cpuset() -> str | None:
+    ctrl = Path("/sys/fs/cgroup/cgroup.controllers")
+    candidates = [ctrl, Path("/sys/fs/cgroup/unified/cgroup.controllers")]
+    for c in candidates:
+        try:
+            if "cpuset" in c.read_text().split():
+                return None
+        except OSError:
+            continue
+    return "the cgroup v2 cpuset controller is not available (cpuset is bound to a v1 hierarchy here)"
+
+
+def _netns() -> str | None:
+    if not Path("/proc/self/ns/net").exists():
+        return "network namespaces are not supported by this kernel"
+    return _root()
+
+
+def _testbed() -> str | None:
+    inv = os.environ.get("BENCHBOOK_TESTBED")
+    if inv and Path(inv).is_file():
+        return None
+    return "needs a real testbed: set BENCHBOOK_TESTBED to a host inventory file"
+
+
+SPECIAL: dict[str, Callable[[], str | None]] = {
+    "root": _root,
+    "kvm": _kvm,
+    "cgroup-v2-cpuset": _cgroup_v2_cpuset,
+    "netns": _netns,
+    "testbed": _testbed,
+}
+
+
+def find_program(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
+        p = Path(d) / name
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def check_requirement(name: str) -> str | None:
+    """None when the capability is present, otherwise the reason it is not."""
+    if name in SPECIAL:
+        return SPECIAL[name]()
+    if find_program(name) is None:
+        pkg = PROGRAM_PACKAGES.get(name)
+        hint = f" (Debian package {pkg}; `make deps` installs it as root)" if pkg else ""
+        return f"program {name} not found on PATH{hint}"
+    return None
+
+
+def missing_requirements(names: Iterable[str]) -> list[str]:
+    """Reasons for every requirement that is not met (empty list: all met)."""
+    return [reason for reason in (check_requirement(n) for n in names) if reason]
+
+
+def entry_blockers(entry) -> list[str]:
+    """Why a registry entry (benchbook.reproduce.registry.FigureEntry) cannot run here; [] if it can."""
+    from benchbook.reproduce.datasets import dataset_path
+
+    reasons = missing_requirements(entry.requires)
+    if not entry.notebook_path.is_file():
+        reasons.append(f"notebook {entry.notebook} not found")
+    if entry.dataset and not dataset_path(entry.dataset).is_dir():
+        reasons.append(f"dataset {entry.dataset} not found under {dataset_path(entry.dataset).parent}")
+    return reasons

@@ -1,0 +1,268 @@
+"""Readers for the TUM pos evaluator outputs (MoonSniff pcaps matched in PostgreSQL).
+
+The evaluator writes, per run ``latencies-pre-rate<R>-repeat<k>.pcap.zst``, zstd-compressed CSV
+files named ``<run>.<suffix>`` (formats as documented in the dataset's SOURCES.md):
+
+- ``bucket_size100.trim_ms0.hist.csv``        ``latency_bucket,count`` (ns, 100 ns buckets: floor)
+- ``trim_ms0.percentiles.csv``                ``percentile,value,onefraconeminuspercentile``
+                                              (percentile_disc ladder, exact ns; last row = max)
+- ``trim_ms0.stats.csv``                      ``pre_received,post_received,pre_received_trimmed,
+                                              post_received_trimmed``
+- ``trim_ms0.transferrate.csv``               ``pre_received,post_received,transferrate,
+                                              pre_pkts_per_second,post_pkts_per_second``
+- ``trim_ms0.packetrate{pre,post}.csv``       ``ts,count`` per-second packet counts
+- ``bucket_size100.trim_ms0.jitter{pre,post}.csv``  ``bucket,count`` inter-arrival histograms (ns)
+- ``trim_ms0.num_worst5000.worst.csv``        ``latency,prets,postts,encode`` (5000 worst packets)
+
+Every reader checks the header and the numbers and reports bad input with the file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+RUN_RE = re.compile(r"^(?P<run>latencies-pre-rate(?P<rate>\d+)-repeat(?P<repeat>\d+)\.pcap\.zst)\.(?P<suffix>.+)$")
+
+# kind -> (file-name suffix without .zst, expected header columns)
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "hist": ("bucket_size100.trim_ms0.hist.csv", ("latency_bucket", "count")),
+    "percentiles": ("trim_ms0.percentiles.csv", ("percentile", "value", "onefraconeminuspercentile")),
+    "stats": (
+        "trim_ms0.stats.csv",
+        ("pre_received", "post_received", "pre_received_trimmed", "post_received_trimmed"),
+    ),
+    "transferrate": (
+        "trim_ms0.transferrate.csv",
+        ("pre_received", "post_received", "transferrate", "pre_pkts_per_second", "post_pkts_per_second"),
+    ),
+    "packetratepre": ("trim_ms0.packetratepre.csv", ("ts", "count")),
+    "packetratepost": ("trim_ms0.packetratepost.csv", ("ts", "count")),
+    "jitterpre": ("bucket_size100.trim_ms0.jitterpre.csv", ("bucket", "count")),
+    "jitterpost": ("bucket_size100.trim_ms0.jitterpost.csv", ("bucket", "count")),
+    "worst": ("trim_ms0.num_worst5000.worst.csv", ("latency", "prets", "postts", "encode")),
+}
+_INT_COLUMNS = {
+    "latency_bucket", "count", "value", "bucket", "ts", "latency", "prets", "postts",
+    "pre_received", "post_received", "pre_received_trimmed", "post_received_trimmed",
+}
+_SUFFIX_TO_KIND = {suffix: kind for kind, (suffix, _) in KINDS.items()}
+
+HIST_BUCKET_NS = 100
+
+# Technology folder -> label used in the paper (Table III rows).
+TECHNOLOGY_LABELS = {
+    "bare-metal": "Bare-metal",
+    "vm": "VM",
+    "container": "Container user-space",
+    "kernel": "Container kernel-space",
+}
+
+
+class EvaluatorFormatError(ValueError):
+    """An evaluator file is not what its format says; the message names file and line."""
+
+
+def _read_text(path: Path) -> str:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise EvaluatorFormatError(f"{path}: cannot read ({exc.strerror})") from exc
+    if path.suffix == ".zst":
+        import zstandard
+
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
+                raw = reader.read()
+        except zstandard.ZstdError as exc:
+            raise EvaluatorFormatError(f"{path}: byte 0: not a valid zstd stream ({exc})") from exc
+    try:
+        return raw.decode("ascii")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise EvaluatorFormatError(f"{path}:{line}: non-ASCII byte in CSV text") from exc
+
+
+def _locate_bad_line(path: Path, lines: Sequence[str], columns: Sequence[str], text_cols: set[str]) -> str:
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        if len(fields) != len(columns):
+            return f"{path}:{i}: expected {len(columns)} fields ({','.join(columns)}), got {len(fields)}"
+        for name, field in zip(columns, fields):
+            if name in text_cols:
+                continue
+            try:
+                float(field)
+            except ValueError:
+                return f"{path}:{i}: column {name!r}: expected a number, got {field[:40]!r}"
+    return f"{path}: could not be parsed as CSV with columns {','.join(columns)}"
+
+
+def read_csv(path: Path | str, kind: str):
+    """Read one evaluator CSV (.csv or .csv.zst) of the given kind into a pandas DataFrame."""
+    import numpy as np
+    import pandas as pd
+
+    path = Path(path)
+    if kind not in KINDS:
+        raise ValueError(f"unknown evaluator file kind {kind!r}; known: {', '.join(KINDS)}")
+    columns = KINDS[kind][1]
+    text = _read_text(path)
+    lines = text.splitlines()
+    if not lines:
+        raise EvaluatorFormatError(f"{path}:1: empty file, expected header {','.join(columns)}")
+    header = tuple(c.strip() for c in lines[0].split(","))
+    if header != columns:
+        raise EvaluatorFormatError(f"{path}:1: expected header {','.join(columns)}, got {lines[0][:120]!r}")
+    text_cols = {"encode"}
+    int_cols = [c for c in columns if c in _INT_COLUMNS]
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype={c: str for c in text_cols if c in columns})
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise EvaluatorFormatError(_locate_bad_line(path, lines, columns, text_cols)) from exc
+    for col in columns:
+        if col in text_cols:
+            continue
+        if not pd.api.types.is_numeric_dtype(df[col]) or df[col].isna().any():
+            raise EvaluatorFormatError(_locate_bad_line(path, lines, columns, text_cols))
+        if col in int_cols:
+            values = df[col].to_numpy()
+            if values.dtype.kind == "f":
+                if not np.all(np.floor(values) == values):
+                    bad = int(np.flatnonzero(np.floor(values) != values)[0])
+                    raise EvaluatorFormatError(f"{path}:{bad + 2}: column {col!r}: expected an integer")
+            df[col] = values.astype(np.int64)
+    if "count" in df.columns and (df["count"] < 0).any():
+        bad = int(np.flatnonzero(df["count"].to_numpy() < 0)[0])
+        raise EvaluatorFormatError(f"{path}:{bad + 2}: negative count")
+    return df
+
+
+def read_hist(path: Path | str):
+    """100 ns latency histogram: DataFrame(latency_bucket [ns, bucket floor], count)."""
+    return read_csv(path, "hist")
+
+
+def read_percentiles(path: Path | str):
+    """Percentile ladder: DataFrame(percentile [0..1], value [ns], onefraconeminuspercentile)."""
+    return read_csv(path, "percentiles")
+
+
+def _single_row(path: Path | str, kind: str) -> dict[str, Any]:
+    df = read_csv(path, kind)
+    if len(df) != 1:
+        raise EvaluatorFormatError(f"{path}: expected exactly one data row, found {len(df)}")
+    return {col: df[col].iloc[0].item() for col in df.columns}
+
+
+def read_stats(path: Path | str) -> dict[str, int]:
+    return _single_row(path, "stats")
+
+
+def read_transferrate(path: Path | str) -> dict[str, float]:
+    return _single_row(path, "transferrate")
+
+
+def read_packetrate(path: Path | str):
+    """Per-second packet counts: DataFrame(ts [ns], count)."""
+    kind = "packetratepre" if "packetratepre" in Path(path).name else "packetratepost"
+    return read_csv(path, kind)
+
+
+def read_jitter(path: Path | str):
+    """Inter-arrival (jitter) histogram: DataFrame(bucket [ns], count)."""
+    kind = "jitterpre" if "jitterpre" in Path(path).name else "jitterpost"
+    return read_csv(path, kind)
+
+
+def read_worst(path: Path | str):
+    """The worst packets: DataFrame(latency, prets, postts [ns], encode [hex header])."""
+    return read_csv(path, "worst")
+
+
+def hist_distribution(path: Path | str):
+    """The 100 ns histogram as benchbook ExactDistribution over the bucket floors (ns)."""
+    from benchbook.analysis.distribution import ExactDistribution
+
+    df = read_hist(path)
+    return ExactDistribution(df["latency_bucket"].to_numpy(), df["count"].to_numpy())
+
+
+def hist_hdr(path: Path | str, significant_figures: int = 3):
+    """The 100 ns histogram recorded into a benchbook HdrHistogram (bucket floors, with counts)."""
+    from benchbook.analysis.hdr import HdrHistogram
+
+    df = read_hist(path)
+    h = HdrHistogram(significant_figures=significant_figures)
+    values = df["latency_bucket"].to_numpy()
+    counts = df["count"].to_numpy()
+    keep = values > 0  # HdrHistogram's lowest discernible value is 1 ns
+    h.record(values[keep], counts[keep])
+    return h
+
+
+def _parse_variant(parts: tuple[str, ...]) -> dict[str, Any]:
+    """measurements/<tech>/<kernel>-<opt>  or  measurements/container/<kernel>/<opt>."""
+    tech = parts[0]
+    if len(parts) == 3:
+        kernel, opt = parts[1], parts[2]
+    elif len(parts) == 2:
+        kernel, _, opt = parts[1].partition("-")
+    else:
+        raise ValueError(f"unexpected measurement folder depth: {'/'.join(parts)}")
+    if opt not in ("optimized", "non-optimized"):
+        raise ValueError(f"unexpected optimisation label {opt!r} in {'/'.join(parts)}")
+    return {
+        "technology": tech,
+        "technology_label": TECHNOLOGY_LABELS.get(tech, tech),
+        "kernel": kernel,
+        "optimized": opt == "optimized",
+        "variant": "/".join(parts[1:]),
+    }
+
+
+def catalogue(dataset_dir: Path | str):
+    """Every run in a pos evaluator dataset as a DataFrame.
+
+    Columns: technology, technology_label, kernel, optimized, variant, rate_pps, repeat, folder,
+    run (base file name) and one ``<kind>_path`` column per file kind (e.g. ``hist_path``,
+    ``percentiles_path``; None where the file is absent).
+    """
+    import pandas as pd
+
+    root = Path(dataset_dir)
+    meas = root / "measurements" if (root / "measurements").is_dir() else root
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(meas.rglob("*.zst")):
+        m = RUN_RE.match(path.name)
+        if not m:
+            continue
+        suffix = m.group("suffix")
+        if not suffix.endswith(".zst"):
+            continue
+        kind = _SUFFIX_TO_KIND.get(suffix[: -len(".zst")])
+        if kind is None:
+            continue
+        folder = path.parent.relative_to(meas)
+        key = (folder.as_posix(), m.group("run"))
+        if key not in runs:
+            row = _parse_variant(folder.parts)
+            row.update(
+                rate_pps=int(m.group("rate")),
+                repeat=int(m.group("repeat")),
+                folder=folder.as_posix(),
+                run=m.group("run"),
+            )
+            row.update({f"{k}_path": None for k in KINDS})
+            runs[key] = row
+        runs[key][f"{kind}_path"] = str(path)
+    columns = ["technology", "technology_label", "kernel", "optimized", "variant", "rate_pps", "repeat",
+               "folder", "run", *(f"{k}_path" for k in KINDS)]
+    df = pd.DataFrame(list(runs.values()), columns=columns)
+    return df.sort_values(["technology", "variant", "rate_pps", "repeat"], ignore_index=True)
