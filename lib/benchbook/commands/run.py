@@ -1,9 +1,67 @@
-"""`benchbook run`: not implemented yet."""
+"""`benchbook run NOTEBOOK -p name=v1,v2 ... [--repeat N] [--resume] [--shuffle] [--experiment NAME]`:
+a Cartesian sweep through papermill, one run record per point (benchbook.experiment.sweep)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the benchbook app."""
+
+    @app.command("run")
+    def run_cmd(
+        notebook: Path = typer.Argument(..., help="papermill notebook (a cell tagged `parameters`)"),
+        param: List[str] = typer.Option([], "-p", "--param", help="NAME=V1[,V2...]: one sweep axis; repeatable"),
+        repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per grid point"),
+        resume: bool = typer.Option(False, "--resume", help="continue the experiment's sweep: skip complete "
+                                    "points, redo the others (their directories are kept under .attempts/)"),
+        shuffle: bool = typer.Option(False, "--shuffle", help="randomise run order (seed recorded in sweep.json)"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="seed for --shuffle (default: random, recorded)"),
+        experiment: Optional[str] = typer.Option(None, "--experiment", "-e", help="experiment name "
+                                                 "(default: the notebook's stem)"),
+        runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where run records go "
+                                                "(default: data/runs or $BENCHBOOK_RUNS)"),
+        no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    ) -> None:
+        """Run NOTEBOOK over the Cartesian grid of -p values x --repeat, one run record per point."""
+        import signal
+
+        from benchbook.experiment.lock import ExperimentLocked
+        from benchbook.experiment.sweep import SweepError, parse_grid, run_sweep
+
+        def _term(signum, frame):  # SIGTERM ends the sweep like Ctrl-C: the current run is recorded
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, _term)
+        try:
+            grid = parse_grid(param)
+            outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
+                                resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
+        except (SweepError, ExperimentLocked, FileNotFoundError) as exc:
+            typer.echo(f"benchbook run: {exc}", err=True)
+            raise typer.Exit(2)
+        except KeyboardInterrupt:
+            typer.echo("benchbook run: interrupted; the current run is recorded as interrupted. "
+                       "Continue with --resume.", err=True)
+            raise typer.Exit(130)
+        m = outcome.manifest
+        if outcome.stale_lock:
+            typer.echo(f"note: took over a stale lock left by pid {outcome.stale_lock.get('pid')} "
+                       f"({outcome.stale_lock.get('command', '?')})", err=True)
+        for rid in outcome.moved_aside:
+            typer.echo(f"note: incomplete run {rid} moved to {outcome.experiment_dir / '.attempts'} (kept)", err=True)
+        n = len(m["points"])
+        typer.echo(f"experiment {m['experiment']}: {outcome.count('complete')}/{n} points complete "
+                   f"({len(outcome.ran)} run now, {len(outcome.skipped)} already complete), "
+                   f"{outcome.count('failed')} failed"
+                   + (f"; order shuffled with seed {m['seed']}" if m.get("shuffle") else ""))
+        typer.echo(f"records: {outcome.experiment_dir} (sweep.json lists every point)")
+        failed = [p for p in m["points"] if p["status"] != "complete"]
+        for p in failed:
+            typer.echo(f"  {p['key']} {p['parameters']}: {p['status']} (run {p['run_id']})", err=True)
+        if failed:
+            raise typer.Exit(1)
