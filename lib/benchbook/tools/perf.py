@@ -1,0 +1,134 @@
+"""``perf stat`` around a process for a measurement window: command line, run, parse ``-x,`` CSV.
+
+Each counter keeps value, unit, event, relative stddev over the ``-r`` repeats (%), run
+time and enabled %. ``<not supported>`` / ``<not counted>`` become value None with that
+status, never zero.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SOFTWARE_EVENTS = ("task-clock", "context-switches", "cpu-migrations")
+HARDWARE_EVENTS = ("instructions", "branches")
+
+
+class PerfError(RuntimeError):
+    pass
+
+
+@dataclass
+class PerfCounter:
+    event: str
+    value: float | None
+    unit: str
+    status: str                  # "counted" | "not supported" | "not counted"
+    stddev_pct: float | None     # relative stddev across -r repeats ("+- x%"), None without -r
+    run_time_ns: int | None
+    enabled_pct: float | None
+    metric_value: float | None = None
+    metric_unit: str = ""
+
+
+def _num(s: str) -> float | None:
+    s = s.strip().rstrip("%")
+    if not s:
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def parse_perf_csv(text: str, source: str = "perf stat") -> list[PerfCounter]:
+    """Parse ``perf stat -x,`` output (with or without ``-r``).
+
+    With -r: value,unit,event,stddev%,run_time,enabled%,metric,metric_unit
+    without: value,unit,event,run_time,enabled%,metric,metric_unit
+    """
+    out: list[PerfCounter] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.split(",")
+        if len(f) < 5:
+            if "," in line:
+                raise PerfError(f"{source}: line {lineno}: expected value,unit,event,... got {line!r}")
+            continue  # a message line (e.g. perf's own warnings)
+        raw, unit, event = f[0].strip(), f[1].strip(), f[2].strip()
+        has_var = f[3].strip().endswith("%")
+        rest = f[4:] if has_var else f[3:]
+        stddev = _num(f[3]) if has_var else None
+        if raw.startswith("<"):
+            status, value = raw.strip("<>"), None
+        else:
+            value = _num(raw)
+            if value is None:
+                raise PerfError(f"{source}: line {lineno}: value {raw!r} is not a number")
+            status = "counted"
+        run_time = _num(rest[0]) if rest else None
+        enabled = _num(rest[1]) if len(rest) > 1 else None
+        metric = _num(rest[2]) if len(rest) > 2 else None
+        out.append(PerfCounter(event=event, value=value, unit=unit, status=status,
+                               stddev_pct=stddev if status == "counted" else None,
+                               run_time_ns=int(run_time) if run_time is not None else None,
+                               enabled_pct=enabled, metric_value=metric,
+                               metric_unit=rest[3].strip() if len(rest) > 3 else ""))
+    return out
+
+
+def counters_frame(counters: list[PerfCounter]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame([asdict(c) for c in counters])
+
+
+def build_argv(pid: int, window_s: float, *, events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS,
+               repeats: int = 3) -> list[str]:
+    """perf stat attached to pid for `repeats` consecutive sub-windows of window_s/repeats each."""
+    if repeats < 1 or window_s <= 0:
+        raise ValueError("repeats >= 1 and window_s > 0 required")
+    argv = ["perf", "stat", "-x,", "-e", ",".join(events), "-p", str(pid)]
+    if repeats > 1:
+        argv[2:2] = ["-r", str(repeats)]
+    return argv + ["--", "sleep", f"{window_s / repeats:.6f}"]
+
+
+def hardware_counters_supported() -> bool:
+    """Does `perf stat -e instructions true` count (False on VMs without a PMU)?"""
+    if shutil.which("perf") is None:
+        return False
+    r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
+    try:
+        return any(c.event.startswith("instructions") and c.status == "counted" for c in parse_perf_csv(r.stderr))
+    except PerfError:
+        return False
+
+
+@dataclass
+class PerfRun:
+    argv: list[str]
+    proc: subprocess.Popen[str]
+
+    def finish(self, timeout: float = 60.0) -> dict[str, Any]:
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        counters = parse_perf_csv(err)
+        return {"argv": self.argv, "exit_code": self.proc.returncode, "raw": err,
+                "counters": [asdict(c) for c in counters]}
+
+
+def start_perf_stat(pid: int, window_s: float, *, events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS,
+                    repeats: int = 3) -> PerfRun:
+    """Start perf stat on pid (runs in the background for window_s; finish() collects)."""
+    if shutil.which("perf") is None:
+        raise PerfError("perf not installed (Debian linux-perf)")
+    argv = build_argv(pid, window_s, events=events, repeats=repeats)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return PerfRun(argv=argv, proc=proc)
