@@ -176,11 +176,27 @@ class Verdict:
         return f"<p><b>{self.figure_id}</b>: {self.summary()}</p>" + self.to_frame().to_html(index=False)
 
     def write(self, output_dir: Path | str) -> Path:
+        """Write verdict.json, and for the run record metrics.json (the verdict counts) and
+        capabilities.json (figure formats that could not be produced, with the reason); both
+        are merged with what the notebook may already have written there."""
         from benchbook.experiment.runner import write_json_atomic
 
         self.finalize()
-        path = Path(output_dir) / VERDICT_FILE
+        out = Path(output_dir)
+        path = out / VERDICT_FILE
         write_json_atomic(path, self.to_dict())
+        metrics = _read_json(out / "metrics.json", {})
+        if isinstance(metrics, dict):
+            metrics["verdict"] = {"ok": self.ok, **self.counts()}
+            write_json_atomic(out / "metrics.json", metrics)
+        caps = _read_json(out / "capabilities.json", [])
+        if isinstance(caps, list):
+            for stem, exports in self.figures.items():
+                for fmt, where in exports.items():
+                    if str(where).startswith("unavailable"):
+                        caps.append({"capability": f"figure export {fmt}", "status": "missing",
+                                     "detail": f"{stem}.{fmt}: {where}"})
+            write_json_atomic(out / "capabilities.json", caps)
         return path
 
     @classmethod
@@ -205,23 +221,39 @@ class Verdict:
         return cls.from_dict(data)
 
     def rich_table(self):
+        """A rich renderable: the verdict table, then the numbered notes its rows refer to."""
+        from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
         styles = {"match": "green", "mismatch": "bold red", "not derivable": "yellow",
                   "figure only": "cyan", "info": "dim"}
         table = Table(title=f"{self.figure_id}: {self.summary()}", show_lines=False, expand=False)
-        for col in ("published value", "published", "computed", "run(s)", "status", "note"):
-            table.add_column(col, overflow="fold")
-        for r in self.rows:
+        for col in ("#", "published value", "published", "computed", "run(s)", "status"):
+            table.add_column(col, overflow="fold", no_wrap=col in ("#", "published", "computed", "status"))
+        notes = []
+        for i, r in enumerate(self.rows, start=1):
             table.add_row(
+                str(i),
                 r.name,
                 _fmt(r.published, r.unit) if r.published is not None else "-",
                 _fmt(r.computed, r.unit) if r.computed is not None else "-",
                 r.runs,
                 f"[{styles[r.status]}]{r.status}[/]",
-                r.note,
             )
-        return table
+            if r.note:
+                tol = f" (tolerance {r.tolerance})" if r.tolerance else ""
+                notes.append(Text(f"[{i}] {r.note}{tol}"))
+        return Group(table, *notes)
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    if not path.is_file():
+        return default
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return default
 
 
 def _plain(value: Any) -> Any:

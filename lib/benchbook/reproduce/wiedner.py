@@ -268,3 +268,42 @@ def rate_figure(rates, metric: str = "p99_ns", title: str | None = None):
     except ImportError:
         pass
     return fig
+
+
+def table3_figure(table, verdict=None):
+    """Maximum latency of each repeat per Table III cell (log scale), with the published value."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    names = list(table["name"])
+    for rep in (0, 1, 2):
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[_us(m.get(rep, np.nan)) for m in table["max_ns_by_repeat"]],
+                name=f"repeat {rep}",
+            )
+        )
+    if verdict is not None and verdict.entry is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=names,
+                y=[verdict.entry.published_value(n).value for n in names],
+                mode="markers",
+                marker=dict(symbol="diamond-open", size=14, line=dict(width=2)),
+                name="published (Table III)",
+            )
+        )
+    fig.update_layout(
+        title=f"Table III: maximum latency at {int(table['rate_pps'].iloc[0]) / 1e6:g} Mpkt/s, per repeat",
+        yaxis_title="maximum latency [µs]",
+        yaxis_type="log",
+        barmode="group",
+    )
+    try:
+        from benchbook.figures.style import apply_style
+
+        apply_style(fig)
+    except ImportError:
+        pass
+    return fig

@@ -1,0 +1,32 @@
+"""Figure outputs of a reproduction notebook: export through benchbook.figures.save_figure and
+record in the verdict what was produced, or why a format could not be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_FORMATS = ("html", "png", "svg")
+
+
+def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEFAULT_FORMATS) -> dict[str, str]:
+    """Save `fig` as <output_dir>/<stem>.<fmt> for each format; never raises for export failures.
+
+    Returns format -> path, or format -> "unavailable: <reason>", and adds it to verdict.figures.
+    """
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        from benchbook.figures import save_figure
+    except ImportError as exc:  # the figures package is not there: keep HTML at least
+        exports: dict[str, str] = {}
+        for fmt in formats:
+            if fmt == "html":
+                path = out / f"{stem}.html"
+                fig.write_html(str(path), include_plotlyjs="cdn")
+                exports[fmt] = str(path)
+            else:
+                exports[fmt] = f"unavailable: benchbook.figures.save_figure not importable ({exc})"
+    else:
+        exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
+    verdict.add_figure(stem, exports)
+    return exports
