@@ -30,7 +30,7 @@ class CaptureError(RuntimeError):
 def build_argv(iface: str, out_path: Path | str, *, snaplen: int = 128, buffer_kib: int = 32768,
                direction: str | None = None, bpf_filter: str | None = None) -> list[str]:
     argv = ["tcpdump", "-i", iface, "-n", "-s", str(snaplen), "-B", str(buffer_kib),
-            "--time-stamp-precision=nano", "-Z", "root", "-w", str(out_path)]
+            "--time-stamp-precision=nano", "--immediate-mode", "-Z", "root", "-w", str(out_path)]
     if direction:
         if direction not in ("in", "out", "inout"):
             raise ValueError(f"direction must be in/out/inout, got {direction!r}")

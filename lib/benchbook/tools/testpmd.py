@@ -31,12 +31,13 @@ def available() -> str | None:
     return shutil.which(BINARY)
 
 
-def build_argv(ifaces: list[str], *, main_lcore: int, fwd_lcore: int, file_prefix: str,
+def build_argv(ifaces: list[str], *, main_cpu: int, fwd_cpu: int, file_prefix: str,
                mem_mb: int = 256, nb_mbufs: int = 8192, forward_mode: str = "io", burst: int = 32,
                binary: str = BINARY) -> list[str]:
-    if main_lcore == fwd_lcore:
-        raise ValueError("testpmd needs a main lcore distinct from the forwarding lcore")
-    argv = [binary, "-l", f"{main_lcore},{fwd_lcore}", "--main-lcore", str(main_lcore), "--no-huge",
+    """testpmd needs a main lcore besides the forwarding one; ``--lcores 0@main_cpu,1@fwd_cpu``
+    maps them to CPUs, so both may sit on the DuT core (the main lcore only waits on stdin)."""
+    # stdbuf: testpmd's stdout is a pipe; line buffering lets us see "Press enter to exit" (same pid: exec)
+    argv = ["stdbuf", "-oL", binary, "--lcores", f"0@{main_cpu},1@{fwd_cpu}", "--main-lcore", "0", "--no-huge",
             "--no-pci", "-m", str(mem_mb), "--file-prefix", file_prefix]
     for i, iface in enumerate(ifaces):
         argv += ["--vdev", f"net_af_packet{i},iface={iface}"]
