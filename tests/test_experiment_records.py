@@ -1,0 +1,93 @@
+"""Run records: a real papermill execution of a tiny notebook leaves a complete, schema-valid run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchbook.experiment.record import RunRecordError, read_record, validate_record, write_record
+from benchbook.experiment.runner import run_notebook
+from benchbook.provenance.checksums import sha256_file
+from benchbook.provenance.environment import LOCK_FILE
+
+NOTEBOOK = Path(__file__).parent / "data" / "sweep_point.ipynb"
+
+
+@pytest.fixture(scope="module")
+def complete_run(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    source = runs / "input.txt"
+    source.write_text("an input file named by a parameter\n")
+    return run_notebook(NOTEBOOK, {"rate": 7, "mode": "b", "fail_flag": str(runs / "no-such-flag"),
+                                   "note_file": str(source)}, "records", runs_dir=runs), source
+
+
+def test_complete_run_record(complete_run):
+    result, source = complete_run
+    assert result.status == "complete", result.error
+    rec = read_record(result.run_dir)  # validates against run.schema.json
+    assert rec["schema_version"] == 1 and rec["status"] == "complete"
+    assert rec["parameters"] == {"rate": 7, "mode": "b", "fail_flag": str(source.parent / "no-such-flag"),
+                                 "note_file": str(source)}
+    assert rec["end"] >= rec["start"] and rec["duration_s"] > 0
+    # metrics.json and capabilities.json written by the notebook are folded in
+    assert rec["metrics"] == {"double_rate": 14, "mode": "b"}
+    assert rec["capabilities"] == [{"capability": "netem", "status": "substituted",
+                                    "detail": "netem absent: user-space delay line"}]
+    # environment: lock hash, Guix channel commit, git state
+    env = rec["environment"]
+    assert env["lock_sha256"] == sha256_file(LOCK_FILE)
+    assert env["guix_channel_commit"] and len(env["guix_channel_commit"]) == 40
+    assert "git_commit" in env and "git_dirty" in env
+    # host fingerprint with the probes issue 4 lists
+    for key in ("kernel", "cpu", "memory", "cgroups", "nics", "tcp", "tools", "capabilities"):
+        assert key in rec["host"], key
+    # inputs: the notebook and the file a parameter names, with SHA-256
+    roles = {i["role"]: i for i in rec["inputs"]}
+    assert roles["notebook"]["sha256"] == sha256_file(NOTEBOOK)
+    assert roles["parameter:note_file"]["sha256"] == sha256_file(source)
+    # outputs: every file the run wrote, hashes true
+    out_paths = {o["path"] for o in rec["outputs"]}
+    assert {"raw/samples.txt", "analysis/result.txt", "metrics.json", "sweep_point.ipynb",
+            "channels.scm", "manifest.scm"} <= out_paths
+    for o in rec["outputs"]:
+        assert sha256_file(result.run_dir / o["path"]) == o["sha256"], o["path"]
+    assert rec["environment_files"]["manifest_source"] == "analysis.scm"
+    assert (result.run_dir / "channels.scm").read_text().count("0d2371d215c81c97b92d697330a561c91c2062c4") == 1
+
+
+def test_failed_run_keeps_raw_data(tmp_path):
+    flag = tmp_path / "fail-now"
+    flag.write_text("x")
+    result = run_notebook(NOTEBOOK, {"rate": 3, "fail_flag": str(flag)}, "failing", runs_dir=tmp_path)
+    assert result.status == "failed"
+    rec = read_record(result.run_dir)
+    assert rec["status"] == "failed"
+    assert "asked to fail at rate=3" in rec["error"]
+    assert (result.run_dir / "raw" / "samples.txt").read_text() == "3 a\n"  # measured before failing: kept
+    assert any(o["path"] == "raw/samples.txt" for o in rec["outputs"])
+    assert rec["metrics"] == {}
+
+
+def test_invalid_record_is_never_written(tmp_path, complete_run):
+    rec = dict(read_record(complete_run[0].run_dir))
+    rec["status"] = "finished"  # not in the schema's enum
+    with pytest.raises(RunRecordError, match="status"):
+        write_record(tmp_path, rec)
+    assert not (tmp_path / "run.json").exists()
+    rec2 = dict(rec, status="complete", inputs=[{"path": "x", "sha256": "nothex", "bytes": 1}])
+    with pytest.raises(RunRecordError, match="inputs.0.sha256"):
+        validate_record(rec2)
+
+
+def test_read_record_names_file_and_position(tmp_path):
+    bad = tmp_path / "run.json"
+    bad.write_text('{"id": "x",\n "status": }\n')
+    with pytest.raises(RunRecordError) as err:
+        read_record(bad)
+    assert str(bad) in str(err.value) and "line 2" in str(err.value)
+    bad.write_text(json.dumps({"id": "x"}))
+    with pytest.raises(RunRecordError, match="required"):
+        read_record(tmp_path)
