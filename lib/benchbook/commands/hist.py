@@ -1,9 +1,264 @@
-"""`benchbook hist`: not implemented yet."""
+"""`benchbook hist FILE...`: the latency distribution of HdrHistogram interval logs (.hlog) and
+MoonGen histogram CSVs, merged, printed like HdrHistogram's HistogramLogProcessor (or as JSON, or
+as MoonGen's own summary line).
+
+Inputs are recognised by content: a file whose first non-blank line starts with '#' or '"' or
+'Tag=' (or whose name ends in .hlog) is an interval log; anything else is read as MoonGen's
+`value,count` histogram. MoonGen CSVs alone merge exactly (ExactDistribution: exact percentiles,
+mean, standard deviation); as soon as an interval log is involved everything is merged into an
+HdrHistogram (3 significant digits; MoonGen values with decimals are rounded to whole ns, and
+the command says so on stderr).
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
+
+JSON_PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
+_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+class HistInputError(Exception):
+    """Bad input: the message names the file and the position."""
+
+
+@dataclass
+class LoadedHistograms:
+    """What `benchbook hist` merged: an exact distribution or an HdrHistogram, and notes."""
+
+    exact: Any = None                 # benchbook.analysis.distribution.ExactDistribution
+    hdr: Any = None                   # benchbook.analysis.hdr.HdrHistogram
+    moongen: Any = None               # merged MoonGenHistogram when every input is a MoonGen CSV
+    decimals: int = 0                 # decimal places of the exact values
+    files: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_exact(self) -> bool:
+        return self.hdr is None
+
+
+def is_interval_log(path: Path) -> bool:
+    if path.suffix.lower() == ".hlog":
+        return True
+    with open(path, "rb") as fh:
+        for raw in fh:
+            line = raw.strip()
+            if line:
+                return line[:1] in (b"#", b'"') or line.startswith(b"Tag=")
+    return False
+
+
+def load_histograms(
+    paths: list[Path],
+    tag: str | None = None,
+    all_tags: bool = False,
+    start_s: float | None = None,
+    end_s: float | None = None,
+) -> LoadedHistograms:
+    """Read and merge every input (see the module docstring for the rules).
+
+    Interval logs: by default every untagged interval histogram (HistogramLogProcessor's
+    default); `tag` selects one tag, `all_tags` every interval. `start_s`/`end_s` select by
+    start time relative to the log's StartTime as HistogramLogReader.nextIntervalHistogram does
+    (None: no limit, so intervals stamped before StartTime are kept too). The intervals are
+    accumulated into one HdrHistogram with at least 3 significant digits, as HdrHistogram's
+    tools accumulate."""
+    from benchbook.analysis.hdr import HdrHistogram
+    from benchbook.analysis.hlog import HlogFormatError, read_hlog
+    from benchbook.tools.moongen import MoonGenFormatError, read_moongen_histogram
+
+    logs = []
+    mg = None
+    out = LoadedHistograms()
+    for p in paths:
+        if not p.is_file():
+            raise HistInputError(f"{p}: no such file")
+        try:
+            if is_interval_log(p):
+                log = read_hlog(p)
+                want = ... if all_tags else tag
+                ranged = start_s is not None or end_s is not None
+                if ranged:
+                    ivs = log.select(-math.inf if start_s is None else start_s,
+                                     math.inf if end_s is None else end_s, tag=want)
+                else:
+                    ivs = [iv for iv in log.intervals if want is ... or iv.tag == want]
+                skipped = sorted({str(iv.tag) for iv in log.intervals if want is not ... and iv.tag != want})
+                if skipped and ivs:
+                    out.notes.append(f"{p}: interval histograms tagged {', '.join(skipped)} not included "
+                                     f"(--tag NAME or --all-tags to include them)")
+                if not ivs and log.intervals:
+                    tags = sorted({str(t) for t in log.tags()})
+                    which = "in the time range" if ranged else (
+                        f"with tag {tag!r}" if tag is not None else "without a tag")
+                    raise HistInputError(
+                        f"{p}: no interval histograms {which} (tags present: {', '.join(tags)}; "
+                        f"use --tag NAME or --all-tags)")
+                logs.append((p, log, ivs))
+                out.files.append({"path": str(p), "kind": "hlog", "intervals": len(ivs),
+                                  "count": sum(iv.histogram.total_count for iv in ivs)})
+            else:
+                h = read_moongen_histogram(p)
+                out.notes.extend(h.warnings)
+                mg = h if mg is None else mg.merge(h)
+                out.files.append({"path": str(p), "kind": "moongen-csv", "count": h.count})
+        except (HlogFormatError, MoonGenFormatError) as exc:
+            raise HistInputError(str(exc)) from None
+        except UnicodeDecodeError as exc:
+            raise HistInputError(f"{p}: byte offset {exc.start}: not a text file ({exc.reason})") from None
+    if not logs:
+        out.moongen = mg
+        out.decimals = mg.decimals if mg is not None else 0
+        out.exact = mg.to_distribution()
+        return out
+    layouts = [iv.histogram for _p, _log, ivs in logs for iv in ivs]
+    hdr = HdrHistogram(
+        1,
+        max([3_600_000_000_000] + [h.highest_trackable_value for h in layouts]
+            + [h.hdr_max() for h in layouts if h.total_count]),
+        max([3] + [h.significant_figures for h in layouts]),
+    )
+    for _p, log, ivs in logs:
+        log.merged(ivs, into=hdr)
+    if mg is not None and mg.count:
+        import numpy as np
+
+        from benchbook.analysis.distribution import ExactDistribution
+
+        if mg.decimals:
+            out.notes.append(f"MoonGen values with {mg.decimals} decimal place(s) rounded to whole ns "
+                             f"to merge with the interval logs")
+        vals = np.rint(mg.values_scaled / mg.scale).astype(np.int64) if mg.decimals else mg.values_scaled
+        hdr.merge(ExactDistribution(vals, mg.counts).to_hdr(
+            hdr.lowest_discernible_value, max(hdr.highest_trackable_value, int(vals.max()) * 2),
+            hdr.significant_figures))
+    out.hdr = hdr
+    return out
+
+
+def _num(x: Any) -> int | float | None:
+    if x is None:
+        return None
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        return int(x) if x.is_integer() and abs(x) < 2**63 else x
+    return int(x)
+
+
+def summary_json(h: LoadedHistograms) -> dict[str, Any]:
+    """The `--json` document: count, min_ns, max_ns, mean_ns, stddev_ns (population), percentiles_ns."""
+    ps = [float(p) for p in JSON_PERCENTILES]
+    if h.is_exact:
+        d = h.exact
+        n = d.count
+        pct = d.percentiles(ps) if n else {p: None for p in ps}
+        doc = {
+            "count": n,
+            "min_ns": _num(d.min) if n else None,
+            "max_ns": _num(d.max) if n else None,
+            "mean_ns": d.mean if n else None,
+            "stddev_ns": d.stddev if n else None,
+            "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
+            "exact": True,
+            "percentile_method": "discrete percentile, exact (smallest value with at least p of the "
+                                 "samples at or below it)",
+        }
+        if h.moongen is not None and h.decimals:
+            # The same values as the exact decimals MoonGen wrote (floats above are nearest doubles).
+            doc["value_decimals"] = h.decimals
+    else:
+        d = h.hdr
+        n = d.total_count
+        pct = d.percentiles(ps) if n else {p: None for p in ps}
+        doc = {
+            "count": n,
+            "min_ns": _num(d.min) if n else None,
+            "max_ns": _num(d.max) if n else None,
+            "mean_ns": d.mean if n else None,
+            "stddev_ns": d.stddev if n else None,
+            "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
+            "exact": False,
+            "percentile_method": f"HdrHistogram value at percentile (highest equivalent value of the "
+                                 f"bucket, {d.significant_figures} significant digits)",
+        }
+    doc["inputs"] = h.files
+    if h.notes:
+        doc["notes"] = h.notes
+    return doc
+
+
+def percentile_text(h: LoadedHistograms, unit: str = "us", ticks_per_half: int = 5, csv: bool = False) -> str:
+    scale = _UNITS[unit]
+    if h.is_exact:
+        if h.exact.count == 0:
+            return "# empty histogram: no samples\n"
+        digits = h.decimals + round(math.log10(scale))
+        return h.exact.percentile_distribution(ticks_per_half, value_scale=scale, csv=csv,
+                                               value_decimals=max(3, digits))
+    if h.hdr.total_count == 0:
+        return "# empty histogram: no samples\n"
+    return h.hdr.percentile_distribution(ticks_per_half, value_scale=scale, csv=csv)
+
+
+def hist(
+    files: list[Path] = typer.Argument(..., help=".hlog interval logs and/or MoonGen histogram CSVs (merged)."),
+    as_json: bool = typer.Option(False, "--json", help="Print count, min/max/mean/stddev (population) and "
+                                 "percentiles 50..99.999 in ns as JSON (exact for MoonGen CSVs)."),
+    moongen_summary: bool = typer.Option(False, "--moongen-summary", help="Print MoonGen's own summary line "
+                                         "(Samples, Average, StdDev (sample), Quartiles) for MoonGen CSVs."),
+    unit: str = typer.Option("us", "--unit", help="Unit of the printed values: ns, us, ms or s."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Only interval histograms with this tag "
+                                      "(default: untagged ones, as HistogramLogProcessor)."),
+    all_tags: bool = typer.Option(False, "--all-tags", help="Merge interval histograms of every tag."),
+    start: Optional[float] = typer.Option(None, "--start", help="Skip intervals starting before this many "
+                                          "seconds after the log's StartTime."),
+    end: Optional[float] = typer.Option(None, "--end", help="Stop at the first interval starting after "
+                                        "this many seconds after StartTime."),
+    ticks_per_half: int = typer.Option(5, "--ticks-per-half", help="Percentile ticks per half distance."),
+    csv: bool = typer.Option(False, "--csv", help="Percentile distribution as CSV."),
+) -> None:
+    """Percentile distribution of latency histograms, HistogramLogProcessor style."""
+    if unit not in _UNITS:
+        typer.echo(f"benchbook hist: --unit must be one of {', '.join(_UNITS)}, not {unit!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        loaded = load_histograms(list(files), tag=tag, all_tags=all_tags, start_s=start, end_s=end)
+    except HistInputError as exc:
+        typer.echo(f"benchbook hist: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for note in loaded.notes:
+        typer.echo(f"benchbook hist: warning: {note}", err=True)
+    summary_line = None
+    if moongen_summary:
+        if loaded.moongen is None:
+            logs = [f["path"] for f in loaded.files if f["kind"] == "hlog"]
+            typer.echo(f"benchbook hist: error: --moongen-summary needs MoonGen histogram CSVs only; "
+                       f"interval log(s): {', '.join(logs)}", err=True)
+            raise typer.Exit(1)
+        from benchbook.tools.moongen import moongen_summary as _summary
+
+        summary_line = _summary(loaded.moongen)
+    if as_json:
+        doc = summary_json(loaded)
+        if summary_line is not None:
+            doc["moongen_summary"] = summary_line
+        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        return
+    if summary_line is not None:
+        sys.stdout.write(summary_line + "\n")
+        return
+    sys.stdout.write(percentile_text(loaded, unit=unit, ticks_per_half=ticks_per_half, csv=csv))
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the benchbook app."""
+    app.command("hist")(hist)
