@@ -69,6 +69,8 @@ def run_max_ns(row: Any) -> int:
     """Maximum latency of one run: last value of its percentile ladder (exact ns), checked against
     the 100 ns histogram (whose last non-empty bucket must hold it)."""
     ladder = pe.read_percentiles(row.percentiles_path)
+    if pe.ladder_is_empty(ladder):
+        raise ValueError(f"{row.percentiles_path}: the evaluator matched no packets in this run (empty ladder)")
     mx = int(ladder["value"].max())
     if isinstance(row.hist_path, str):
         hist = pe.read_hist(row.hist_path)
@@ -193,11 +195,18 @@ def hdr_series_by_technology(cat, technology: str, rate_pps: int = TABLE3_RATE_P
     runs: list[str] = []
     for variant, grp in sub.groupby("variant", sort=True):
         grp = grp.sort_values("repeat")
+        ladders = [pe.read_percentiles(p) for p in grp["percentiles_path"]]
+        empty = [run_label(r) for r, lad in zip(grp.itertuples(), ladders) if pe.ladder_is_empty(lad)]
+        runs.extend(f"{e} (no matched packets: skipped)" for e in empty)
         if repeat_policy == "worst":
-            maxima = [int(pe.read_percentiles(p)["value"].max()) for p in grp["percentiles_path"]]
+            maxima = [-1.0 if pe.ladder_is_empty(lad) else float(lad["value"].max()) for lad in ladders]
+            if max(maxima) < 0:
+                continue
             pick = grp.iloc[int(np.argmax(maxima))]
         else:
             pick = grp[grp["repeat"] == int(repeat_policy)].iloc[0]
+            if run_label(pick) in empty:
+                continue
         series[variant_label(pick)] = ladder_series(pick.percentiles_path)
         runs.append(run_label(pick))
     return series, runs
@@ -224,13 +233,16 @@ def rate_table(cat):
         ladder = pe.read_percentiles(r.percentiles_path)
         rec = {"technology": r.technology, "technology_label": r.technology_label, "variant": r.variant,
                "kernel": r.kernel, "optimized": r.optimized, "rate_pps": r.rate_pps, "repeat": r.repeat}
+        empty = pe.ladder_is_empty(ladder)
+        rec["no_matched_packets"] = empty
         for key, p in RATE_PERCENTILES.items():
-            rec[f"{key}_ns"] = ladder_value(ladder, p)
-        rec["max_ns"] = int(ladder["value"].max())
+            rec[f"{key}_ns"] = np.nan if empty else ladder_value(ladder, p)
+        rec["max_ns"] = np.nan if empty else float(ladder["value"].max())
         if isinstance(r.transferrate_path, str):
-            tr = pe.read_transferrate(r.transferrate_path)
-            rec["post_pps"] = tr["post_pkts_per_second"]
-            rec["transferrate"] = tr["transferrate"]
+            tr = pe.read_csv(r.transferrate_path, "transferrate", allow_empty_file=True)
+            ok = len(tr) == 1
+            rec["post_pps"] = float(tr["post_pkts_per_second"].iloc[0]) if ok else np.nan
+            rec["transferrate"] = float(tr["transferrate"].iloc[0]) if ok else np.nan
         rows.append(rec)
     return pd.DataFrame(rows)
 
@@ -240,7 +252,7 @@ def rate_figure(rates, metric: str = "p99_ns", title: str | None = None):
     technology/variant; error bars span the repeats' minimum to maximum."""
     import plotly.graph_objects as go
 
-    g = rates.groupby(["technology_label", "variant", "rate_pps"])[metric]
+    g = rates[~rates["no_matched_packets"]].groupby(["technology_label", "variant", "rate_pps"])[metric]
     agg = g.agg(["median", "min", "max"]).reset_index()
     fig = go.Figure()
     for (tech, variant), d in agg.groupby(["technology_label", "variant"], sort=True):

@@ -104,8 +104,12 @@ def _locate_bad_line(path: Path, lines: Sequence[str], columns: Sequence[str], t
     return f"{path}: could not be parsed as CSV with columns {','.join(columns)}"
 
 
-def read_csv(path: Path | str, kind: str):
-    """Read one evaluator CSV (.csv or .csv.zst) of the given kind into a pandas DataFrame."""
+def read_csv(path: Path | str, kind: str, allow_all_missing: tuple[str, ...] = (), allow_empty_file: bool = False):
+    """Read one evaluator CSV (.csv or .csv.zst) of the given kind into a pandas DataFrame.
+
+    Columns in `allow_all_missing` may be empty in every row (kept as NaN): the evaluator writes
+    such files for runs in which it matched no packet. With `allow_empty_file`, a file of zero
+    bytes (no header either; a few exist in the published dataset) reads as an empty table."""
     import numpy as np
     import pandas as pd
 
@@ -115,6 +119,8 @@ def read_csv(path: Path | str, kind: str):
     columns = KINDS[kind][1]
     text = _read_text(path)
     lines = text.splitlines()
+    if not lines and allow_empty_file:
+        return pd.DataFrame({c: pd.Series(dtype=str if c in ("encode",) else float) for c in columns})
     if not lines:
         raise EvaluatorFormatError(f"{path}:1: empty file, expected header {','.join(columns)}")
     header = tuple(c.strip() for c in lines[0].split(","))
@@ -126,8 +132,14 @@ def read_csv(path: Path | str, kind: str):
         df = pd.read_csv(io.StringIO(text), dtype={c: str for c in text_cols if c in columns})
     except (pd.errors.ParserError, ValueError) as exc:
         raise EvaluatorFormatError(_locate_bad_line(path, lines, columns, text_cols)) from exc
+    if df.empty:  # header only: the evaluator had nothing to write (e.g. no packets received)
+        return df.astype({c: (str if c in text_cols else (np.int64 if c in _INT_COLUMNS else float))
+                          for c in columns})
     for col in columns:
         if col in text_cols:
+            continue
+        if col in allow_all_missing and len(df) and df[col].isna().all():
+            df[col] = df[col].astype(float)
             continue
         if not pd.api.types.is_numeric_dtype(df[col]) or df[col].isna().any():
             raise EvaluatorFormatError(_locate_bad_line(path, lines, columns, text_cols))
@@ -150,8 +162,15 @@ def read_hist(path: Path | str):
 
 
 def read_percentiles(path: Path | str):
-    """Percentile ladder: DataFrame(percentile [0..1], value [ns], onefraconeminuspercentile)."""
-    return read_csv(path, "percentiles")
+    """Percentile ladder: DataFrame(percentile [0..1], value [ns], onefraconeminuspercentile).
+
+    A run without matched packets has a ladder whose values are all empty: value is then NaN
+    throughout (test with ``ladder_is_empty``)."""
+    return read_csv(path, "percentiles", allow_all_missing=("value",))
+
+
+def ladder_is_empty(ladder) -> bool:
+    return bool(ladder["value"].isna().all())
 
 
 def _single_row(path: Path | str, kind: str) -> dict[str, Any]:
