@@ -235,8 +235,10 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
         _, plen, norm, sig, lowest, highest, ratio = _V1V2_HEADER.unpack_from(payload)
         version = 2 if base == V2_ENCODING_COOKIE else 1
         body = payload[_V1V2_HEADER.size :]
-        if plen < 0 or plen > len(body):
-            raise HdrFormatError(f"payload length field {plen} but {len(body)} bytes of counts follow")
+        if plen < 0:
+            raise HdrFormatError(f"negative payload length field {plen}")
+        # Older HdrHistogram_c wrote the length including the 40-byte header; Java and hdrh read
+        # such payloads (missing bytes would be zero counts), so take what is there.
         body = body[:plen]
     elif base == V0_ENCODING_COOKIE:
         if len(payload) < _V0_HEADER.size:
