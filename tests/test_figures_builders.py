@@ -198,3 +198,37 @@ def test_time_series_and_bars() -> None:
         fairness_bars({"x": 1.5})
     bp = bar_plot({"a": 1.0, "b": 2.0}, errors={"a": 0.1, "b": 0.2}, y_title="Gbit/s")
     assert list(bp.data[0].error_y.array) == [0.1, 0.2]
+
+
+def test_hdr_plot_from_distribution_objects(wiedner: Path) -> None:
+    from benchbook.analysis.distribution import ExactDistribution
+    from benchbook.analysis.hdr import HdrHistogram
+
+    hist = read_zst_csv(wiedner / "bare-metal/rt-optimized" / f"{RUN}.bucket_size100.trim_ms0.hist.csv.zst")
+    exact = ExactDistribution(hist["latency_bucket"].to_numpy(), hist["count"].to_numpy())
+    hdr = HdrHistogram()
+    hdr.record(hist["latency_bucket"].to_numpy(), hist["count"].to_numpy())
+    fig = hdr_percentile_plot({"exact": exact, "hdr": hdr}, unit="ns")
+    for tr, d in zip(fig.data, (exact, hdr)):
+        lad = d.percentile_ladder()
+        keep = lad["percentile"].to_numpy() < 100.0
+        np.testing.assert_allclose(tr.x, lad["inv_one_minus_p"].to_numpy()[keep], rtol=1e-9)
+        np.testing.assert_allclose(tr.y, lad["value"].to_numpy()[keep])
+    assert fig.layout.meta["max_ns"]["exact"] == hist["latency_bucket"].max()
+
+
+def test_worst_scatter_from_worst_n_table() -> None:
+    from benchbook.analysis.jitter import worst_n
+
+    rng = np.random.default_rng(3)
+    lat = rng.integers(1000, 100000, size=50_000)
+    t_ns = np.arange(lat.size, dtype=np.int64) * 1000 + 5_000_000_000
+    table = worst_n(lat, t_ns, n=500)
+    fig = worst_latency_scatter({"run": table})
+    tr = fig.data[0]
+    assert len(tr.x) == 500
+    assert sorted(np.asarray(tr.y) * 1000) == sorted(np.sort(lat)[-500:].astype(float))
+    assert min(tr.x) >= 5.0
+    # The same selection from the raw arrays with n=500.
+    fig2 = worst_latency_scatter({"run": (t_ns / 1e9, lat)}, n=500)
+    assert sorted(fig2.data[0].x) == sorted(tr.x)

@@ -10,6 +10,7 @@ figure's `layout.meta` instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -48,7 +49,7 @@ def percentile_ticks(max_x: float, min_nines: int = 4) -> tuple[list[float], lis
 
 
 def hdr_percentile_plot(
-    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    series: Mapping[str, Any],
     unit: str = "us",
     title: str | None = None,
     log_y: bool = True,
@@ -57,7 +58,8 @@ def hdr_percentile_plot(
 ) -> go.Figure:
     """HDR percentile plot of several latency distributions.
 
-    series: name -> (percent 0..100, values in ns), e.g. from a percentile ladder. Points at
+    series: name -> (percent 0..100, values in ns), e.g. from a percentile ladder, or an object
+        with a percentile_ladder() method (HdrHistogram, ExactDistribution). Points at
         100 % (the maximum) cannot be placed on the 1/(1-p) axis and are left off the line; the
         maximum appears in the hover text of the last point and in ``fig.layout.meta["max_ns"]``.
     unit: y-axis unit ("ns", "us", "ms", "s"); default µs.
@@ -70,7 +72,11 @@ def hdr_percentile_plot(
     fig = go.Figure()
     max_x = 1.0
     maxima: dict[str, float] = {}
-    for i, (name, (percent, values_ns)) in enumerate(series.items()):
+    for i, (name, value) in enumerate(series.items()):
+        if hasattr(value, "percentile_ladder"):
+            percent, values_ns = ladder_series(value.percentile_ladder())
+        else:
+            percent, values_ns = value
         percent = np.asarray(percent, dtype=np.float64)
         values_ns = np.asarray(values_ns, dtype=np.float64)
         if percent.shape != values_ns.shape:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -12,19 +13,37 @@ from benchbook.figures.style import apply_style, color, ns_to_unit, unit_label
 
 def worst_n_indices(latency_ns: np.ndarray, n: int) -> np.ndarray:
     """Indices of the `n` largest latencies, in time (index) order. Ties at the cut are broken
-    by position (earlier packets first), so the result is deterministic."""
-    latency_ns = np.asarray(latency_ns)
+    by position (earlier packets first), so the result is deterministic. O(len) via partition."""
+    lat = np.asarray(latency_ns)
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    if n >= latency_ns.size:
-        return np.arange(latency_ns.size)
-    # Stable sort by descending latency: equal latencies keep their time order.
-    order = np.argsort(-latency_ns.astype(np.float64), kind="stable")[:n]
-    return np.sort(order)
+    if n >= lat.size:
+        return np.arange(lat.size)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    thr = np.partition(lat, lat.size - n)[lat.size - n]
+    above = np.flatnonzero(lat > thr)
+    at = np.flatnonzero(lat == thr)[: n - above.size]
+    return np.sort(np.concatenate([above, at]))
+
+
+def _series_arrays(name: str, value) -> tuple[np.ndarray, np.ndarray]:
+    """(t in s, latency in ns) from a (t_s, latency_ns) pair or a table with columns
+    latency_ns and t_ns (benchbook.analysis.jitter.worst_n) or t_s."""
+    if isinstance(value, tuple):
+        t_s, lat = value
+        return np.asarray(t_s, dtype=np.float64), np.asarray(lat)
+    cols = getattr(value, "columns", None)
+    if cols is not None and "latency_ns" in cols:
+        if "t_s" in cols:
+            return np.asarray(value["t_s"], dtype=np.float64), np.asarray(value["latency_ns"])
+        if "t_ns" in cols:
+            return np.asarray(value["t_ns"], dtype=np.float64) / 1e9, np.asarray(value["latency_ns"])
+    raise TypeError(f"series {name!r}: expected (t_s, latency_ns) or a table with latency_ns and t_ns columns")
 
 
 def worst_latency_scatter(
-    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    series: Mapping[str, Any],
     n: int | None = None,
     unit: str = "us",
     title: str | None = None,
@@ -33,17 +52,17 @@ def worst_latency_scatter(
 ) -> go.Figure:
     """Scatter of latency against time, one marker per packet.
 
-    series: name -> (t in seconds, latency in ns); typically already the worst N packets (e.g.
-        benchbook.analysis.jitter.worst_n or a `*.worst.csv`), or all packets with `n` set.
+    series: name -> (t in seconds, latency in ns), or a table with columns latency_ns and t_ns
+        (e.g. benchbook.analysis.jitter.worst_n's result); typically already the worst N packets,
+        or all packets with `n` set.
     n: keep only the n largest latencies of each series (None: plot what is given).
     relative_time: shift each series so that its first packet is at t = 0.
     """
     if not series:
         raise ValueError("worst_latency_scatter: no series given")
     fig = go.Figure()
-    for i, (name, (t_s, latency_ns)) in enumerate(series.items()):
-        t_s = np.asarray(t_s, dtype=np.float64)
-        latency_ns = np.asarray(latency_ns)
+    for i, (name, value) in enumerate(series.items()):
+        t_s, latency_ns = _series_arrays(name, value)
         if t_s.shape != latency_ns.shape:
             raise ValueError(f"series {name!r}: t has shape {t_s.shape}, latency {latency_ns.shape}")
         if n is not None:
