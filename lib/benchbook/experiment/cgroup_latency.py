@@ -258,7 +258,8 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
               "paper": {"table1": PAPER_TABLE1, "rates_pps": PAPER_RATES_PPS}}
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
-    metrics["cgroup_latency"] = {"arms": arms, "points": [point_metrics(p) for p in points]}
+    metrics["cgroup_latency"] = {"arms": arms, "points": [point_metrics(p) for p in points],
+                                 "leftovers_after": leftovers() if params.backend == "local" else None}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
     caps.extend(capabilities(params, arms))
@@ -376,6 +377,28 @@ def worst_series(result: dict[str, Any], output_dir: Path | str, rate: float, n:
         series[point_label(p)] = ((t[idx] - t.min()) / 1e9, lat[idx])
         runs.append(p["dir"])
     return series, runs
+
+
+def annotate_points(fig: Any, result: dict[str, Any], rate: float) -> Any:
+    """Write achieved rate, loss and capture drops of every point at `rate` (and arms not run) onto fig."""
+    lines = []
+    for mode in result["params"]["cgroup_modes"]:
+        arm = result["arms"].get(mode, {})
+        if not arm.get("runnable", True):
+            lines.append(f"{mode}: not runnable here ({arm.get('reason', '')[:90]})")
+            continue
+        for p in [q for q in result["points"] if q["mode"] == mode and q["rate_pps"] == rate]:
+            m = point_metrics(p)
+            if p["status"] != "complete":
+                lines.append(f"{mode} rep {p['repetition']}: {p['status']}")
+                continue
+            loss = m["loss_fraction"] or 0.0
+            lines.append(f"{mode} rep {p['repetition']}: {m['achieved_pps']:.0f}/{m['requested_pps']:.0f} pkt/s, "
+                         f"loss {loss * 100:.2f} %, capture drops pre/post {m['capture_drops_pre']}/{m['capture_drops_post']}")
+    fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left",
+                       yanchor="top", showarrow=False, align="left", font={"size": 10},
+                       bgcolor="rgba(255,255,255,0.8)")
+    return fig
 
 
 def rate_table(result: dict[str, Any]) -> Any:
