@@ -45,21 +45,23 @@ class RootfsRecipe:
     include: tuple[str, ...] = ()
     mirror: str = DEFAULT_MIRROR
     arch: str = "amd64"
-    # Commands run inside the finished tree with chroot (e.g. writing a systemd unit).
+    # Files written into the finished tree: (path inside the tree, content, mode).
+    files: tuple[tuple[str, str, int], ...] = field(default=())
+    # Then commands run inside the tree with chroot (e.g. enabling a unit, update-initramfs).
     post: tuple[str, ...] = field(default=())
 
     def key(self) -> str:
-        blob = json.dumps(
-            {
-                "suite": self.suite,
-                "variant": self.variant,
-                "include": sorted(self.include),
-                "mirror": self.mirror,
-                "arch": self.arch,
-                "post": list(self.post),
-            },
-            sort_keys=True,
-        )
+        fields = {
+            "suite": self.suite,
+            "variant": self.variant,
+            "include": sorted(self.include),
+            "mirror": self.mirror,
+            "arch": self.arch,
+            "post": list(self.post),
+        }
+        if self.files:
+            fields["files"] = [list(f) for f in self.files]
+        blob = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def path(self, root: Path | None = None) -> Path:
@@ -117,6 +119,12 @@ def ensure_rootfs(
             out.flush()
             rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode
             if rc == 0:
+                for rel, content, mode in recipe.files:
+                    dest = partial / rel.lstrip("/")
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_text(content)
+                    os.chmod(dest, mode)
+                    out.write(f"# wrote {rel} ({len(content)} bytes, mode {mode:o})\n")
                 for step in recipe.post:
                     out.write(f"$ chroot {partial} /bin/sh -c {step!r}\n")
                     out.flush()
