@@ -41,7 +41,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from benchbook.analysis import hdr_codec
-from benchbook.analysis.hdr_layout import INT64_MAX, HdrLayout
+from benchbook.analysis.hdr_layout import INT64_MAX, HdrLayout, layout_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -185,9 +185,11 @@ class HdrHistogram:
         lowest_discernible_value: int = 1,
         highest_trackable_value: int = 3_600_000_000_000,
         significant_figures: int = 3,
+        _counts: np.ndarray | None = None,
     ) -> None:
-        self.layout = HdrLayout(lowest_discernible_value, highest_trackable_value, significant_figures)
-        self.counts = np.zeros(self.layout.counts_len, dtype=np.int64)
+        self.layout: HdrLayout = layout_for(
+            int(lowest_discernible_value), int(highest_trackable_value), int(significant_figures))
+        self.counts = np.zeros(self.layout.counts_len, dtype=np.int64) if _counts is None else _counts
         self.conversion_ratio = 1.0
         self._total = 0
         self._min: int | None = None  # exact when _exact, else lowest-equivalent value
@@ -376,13 +378,13 @@ class HdrHistogram:
 
     def hdr_max(self) -> int:
         """HdrHistogram's max: the highest equivalent value of the highest non-empty bucket."""
-        idx = np.flatnonzero(self.counts)
-        return int(self.layout.highest_values(idx[-1:])[0]) if len(idx) else 0
+        last = hdr_codec.nonzero_bounds(self.counts)[1]
+        return self.layout.highest_equivalent_value(self.layout.value_from_index(last)) if last >= 0 else 0
 
     def hdr_min(self) -> int:
         """HdrHistogram's min: lowest equivalent value of the lowest non-empty bucket."""
-        idx = np.flatnonzero(self.counts)
-        return int(self.layout.lowest_values(idx[:1])[0]) if len(idx) else 0
+        first = hdr_codec.nonzero_bounds(self.counts)[0]
+        return self.layout.value_from_index(first) if first >= 0 else 0
 
     def count_at_value(self, value: int) -> int:
         return int(self.counts[self.layout.counts_index(int(value))])
@@ -490,18 +492,20 @@ class HdrHistogram:
 
     @classmethod
     def from_decoded(cls, d: hdr_codec.DecodedHistogram) -> "HdrHistogram":
-        h = cls(d.lowest_discernible_value, d.highest_trackable_value, d.significant_figures)
-        h.counts = d.counts
+        h = cls(d.lowest_discernible_value, d.highest_trackable_value, d.significant_figures, _counts=d.counts)
         h.conversion_ratio = d.conversion_ratio
         h._set_from_counts()
         return h
 
     def _set_from_counts(self) -> None:
-        self._total = int(self.counts.sum())
-        self._exact = self._total == 0
+        first, last, total = hdr_codec.nonzero_bounds(self.counts)
+        self._total = total
+        self._exact = total == 0
         self._sum, self._m2 = 0, 0.0
-        if self._total:
-            self._min, self._max = self.hdr_min(), self.hdr_max()
+        if total:
+            L = self.layout
+            self._min = L.value_from_index(first)
+            self._max = L.highest_equivalent_value(L.value_from_index(last))
         else:
             self._min = self._max = None
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from benchbook.analysis.hdr_layout import HdrLayout
+from benchbook.analysis.hdr_layout import HdrLayout, layout_for
 
 V0_ENCODING_COOKIE = 0x1C849308
 V0_COMPRESSED_COOKIE = 0x1C849309
@@ -152,6 +152,27 @@ def _zz_decode_counts(data: np.ndarray, counts: np.ndarray) -> tuple[int, int, i
     return 0, pos, idx
 
 
+@numba.njit(cache=True)
+def _nonzero_bounds(counts: np.ndarray) -> tuple[int, int, int]:  # pragma: no cover - jit
+    first = -1
+    last = -1
+    total = 0
+    for i in range(counts.shape[0]):
+        c = counts[i]
+        if c != 0:
+            if first < 0:
+                first = i
+            last = i
+            total += c
+    return first, last, total
+
+
+def nonzero_bounds(counts: np.ndarray) -> tuple[int, int, int]:
+    """(first non-zero slot, last non-zero slot, total count); -1, -1, 0 when all are zero."""
+    first, last, total = _nonzero_bounds(np.ascontiguousarray(counts, dtype=np.int64))
+    return int(first), int(last), int(total)
+
+
 def zigzag_encode_counts(counts: np.ndarray, limit: int | None = None) -> bytes:
     """V2 counts encoding of counts[:limit] (zero runs of 2+ slots as one negative number)."""
     arr = np.ascontiguousarray(counts, dtype=np.int64)
@@ -180,8 +201,7 @@ def zigzag_decode_counts(data: bytes, counts_len: int) -> np.ndarray:
 
 def encode_payload_v2(layout: HdrLayout, counts: np.ndarray, conversion_ratio: float = 1.0) -> bytes:
     """Uncompressed V2 payload: 40-byte header + ZigZag LEB128 counts up to the last non-zero."""
-    nz = np.flatnonzero(counts)
-    limit = int(nz[-1]) + 1 if len(nz) else 0
+    limit = nonzero_bounds(counts)[1] + 1
     body = zigzag_encode_counts(counts, limit)
     header = _V1V2_HEADER.pack(
         V2_ENCODING_COOKIE | 0x10,
@@ -249,7 +269,7 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
     else:
         raise HdrFormatError(f"unknown payload cookie 0x{cookie:08x} (expected an HdrHistogram V0/V1/V2 cookie)")
     try:
-        layout = HdrLayout(lowest, highest, sig)
+        layout = layout_for(int(lowest), int(highest), int(sig))
     except ValueError as exc:
         raise HdrFormatError(f"invalid histogram parameters in header: {exc}") from None
     if version == 2:  # the word-size nibble of a V2 cookie is not used (always LEB128)

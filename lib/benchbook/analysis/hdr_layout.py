@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -155,3 +156,9 @@ class HdrLayout:
     def median_values(self, indices: np.ndarray) -> np.ndarray:
         lowest, size = self.index_arrays(indices)
         return lowest + (size >> 1)
+
+
+@lru_cache(maxsize=256)
+def layout_for(lowest_discernible_value: int, highest_trackable_value: int, significant_figures: int) -> HdrLayout:
+    """Shared (cached) layout instance for these parameters."""
+    return HdrLayout(lowest_discernible_value, highest_trackable_value, significant_figures)
