@@ -90,7 +90,7 @@ def _top_positions(lat: np.ndarray, n: int) -> np.ndarray:
         pos = np.concatenate([above, at])
     else:
         pos = np.arange(lat.size)
-    order = np.lexsort((pos, -lat[pos].astype(np.float64) if lat.dtype.kind == "f" else -lat[pos]))
+    order = np.lexsort((pos, -lat[pos]))
     return pos[order]
 
 
@@ -118,19 +118,23 @@ class WorstN:
             raise ValueError(f"extra columns {sorted(extra)} differ from {sorted(self.extra_columns)}")
         seq = np.arange(self._fed, self._fed + lat.size, dtype=np.int64)
         self._fed += lat.size
-        # cheap pre-filter: only values that can enter the current top-n
-        if self._lat.size >= self.n and self.n > 0 and lat.size:
-            floor = self._lat.min()
-            keep = lat >= floor
+        # reduce the chunk to its own top n first (O(chunk)); every chunk packet comes after every
+        # kept one, so the chunk's earliest-tie choice is the global one too
+        extra = {k: _int64(v, k) for k, v in extra.items()}
+        for k, v in extra.items():
+            if v.shape != lat.shape:
+                raise ValueError(f"extra column {k} ({v.size}) and latency_ns ({lat.size}) differ in length")
+        if lat.size > self.n:
+            keep = np.sort(_top_positions(lat, self.n))
             lat, t, seq = lat[keep], t[keep], seq[keep]
-            extra = {k: np.asarray(v)[keep] for k, v in extra.items()}
+            extra = {k: v[keep] for k, v in extra.items()}
         all_lat = np.concatenate([self._lat, lat])
         all_seq = np.concatenate([self._seq, seq])
         # order candidates by feed sequence so ties keep the earliest packets
         by_seq = np.argsort(all_seq, kind="stable")
         all_lat, all_seq = all_lat[by_seq], all_seq[by_seq]
         all_t = np.concatenate([self._t, t])[by_seq]
-        all_extra = {k: np.concatenate([self._extra[k], _int64(extra[k], k)])[by_seq] for k in self.extra_columns}
+        all_extra = {k: np.concatenate([self._extra[k], extra[k]])[by_seq] for k in self.extra_columns}
         pos = _top_positions(all_lat, self.n)
         self._lat, self._t, self._seq = all_lat[pos], all_t[pos], all_seq[pos]
         self._extra = {k: v[pos] for k, v in all_extra.items()}
