@@ -264,3 +264,40 @@ def test_read_histogram_csv_gives_exact_distribution() -> None:
     assert d.count == 1214
     assert d.min == pytest.approx(1984) and d.max == pytest.approx(12800)
     assert moongen_summary(d) == moongen_summary(read_moongen_histogram(DATA / "histogram.csv"))
+
+
+@pytest.mark.parametrize("path_kind", ["regex", "compiled"])
+def test_fast_readers_equal_reference(tmp_path: Path, wiedner_hist, monkeypatch, path_kind: str) -> None:
+    import benchbook.tools.moongen as mg
+
+    if path_kind == "compiled":
+        monkeypatch.setattr(mg, "COMPILED_SCAN_BYTES", 0)
+    else:
+        monkeypatch.setattr(mg, "COMPILED_SCAN_BYTES", 1 << 40)
+    buckets, counts = wiedner_hist
+    ticks = (buckets // 100).tolist()
+    rng = random.Random(5)
+    cases = {
+        "ints": "".join(f"{b},{c}\n" for b, c in zip(buckets.tolist(), counts.tolist())),
+        "decimals": "".join(f"{t * 64 // 10}" + (f".{t * 64 % 10}" if t * 64 % 10 else "") + f",{c}\n"
+                            for t, c in zip(ticks, counts.tolist())),
+        # Unsorted, repeated values, blank lines, CRLF, spaces, trailing '.', no final newline.
+        "messy": "".join(rng.choice(["", "\n", "  \r\n"]) + f" {rng.randint(1, 9999)}.{rng.choice(['', '5', '25'])} , "
+                         f"{rng.randint(1, 99)} \r\n" for _ in range(500)) + "7,1",
+    }
+    for name, text in cases.items():
+        p = tmp_path / f"{name}.csv"
+        p.write_text(text)
+        got = mg.read_moongen_histogram(p)
+        ref = mg.read_moongen_histogram_reference(p)
+        assert got.decimals == ref.decimals, name
+        np.testing.assert_array_equal(got.values_scaled, ref.values_scaled, err_msg=name)
+        np.testing.assert_array_equal(got.counts, ref.counts, err_msg=name)
+    # Anything the fast paths do not accept goes to the reference reader (and its messages).
+    p = tmp_path / "exp.csv"
+    p.write_text("1.5e3,2\n1500,1\n")
+    h = mg.read_moongen_histogram(p)
+    assert h.values_scaled.tolist() == [1500] and h.counts.tolist() == [3]
+    p.write_text("100,1\n200,x\n300,1\n")
+    with pytest.raises(MoonGenFormatError, match="line 2"):
+        mg.read_moongen_histogram(p)
