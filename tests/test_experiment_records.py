@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,8 +23,13 @@ def complete_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     source = runs / "input.txt"
     source.write_text("an input file named by a parameter\n")
+    dataset = runs / "dataset"
+    (dataset / "sub").mkdir(parents=True)
+    (dataset / "a.csv").write_text("1,2\n")
+    (dataset / "sub" / "b.csv").write_text("3,4\n")
     return run_notebook(NOTEBOOK, {"rate": 7, "mode": "b", "fail_flag": str(runs / "no-such-flag"),
-                                   "note_file": str(source)}, "records", runs_dir=runs), source
+                                   "note_file": str(source), "dataset_dir": str(dataset)},
+                        "records", runs_dir=runs), source
 
 
 def test_complete_run_record(complete_run):
@@ -30,7 +38,7 @@ def test_complete_run_record(complete_run):
     rec = read_record(result.run_dir)  # validates against run.schema.json
     assert rec["schema_version"] == 1 and rec["status"] == "complete"
     assert rec["parameters"] == {"rate": 7, "mode": "b", "fail_flag": str(source.parent / "no-such-flag"),
-                                 "note_file": str(source)}
+                                 "note_file": str(source), "dataset_dir": str(source.parent / "dataset")}
     assert rec["end"] >= rec["start"] and rec["duration_s"] > 0
     # metrics.json and capabilities.json written by the notebook are folded in
     assert rec["metrics"] == {"double_rate": 14, "mode": "b"}
@@ -48,6 +56,13 @@ def test_complete_run_record(complete_run):
     roles = {i["role"]: i for i in rec["inputs"]}
     assert roles["notebook"]["sha256"] == sha256_file(NOTEBOOK)
     assert roles["parameter:note_file"]["sha256"] == sha256_file(source)
+    # a directory is one entry: the SHA-256 of coreutils' sha256sum listing of its files, sorted by path
+    tree = roles["parameter:dataset_dir"]
+    assert tree["kind"] == "directory" and tree["files"] == 2 and tree["bytes"] == 8
+    if shutil.which("sha256sum"):
+        listing = subprocess.run(["sha256sum", "a.csv", "sub/b.csv"], cwd=source.parent / "dataset",
+                                 capture_output=True, check=True).stdout
+        assert tree["sha256"] == hashlib.sha256(listing).hexdigest()
     # outputs: every file the run wrote, hashes true
     out_paths = {o["path"] for o in rec["outputs"]}
     assert {"raw/samples.txt", "analysis/result.txt", "metrics.json", "sweep_point.ipynb",

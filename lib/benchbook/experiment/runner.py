@@ -28,7 +28,6 @@ from benchbook.experiment.record import write_json_atomic, write_record  # noqa:
 from benchbook.paths import RUNS_DIR
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
-MAX_INPUT_DIR_FILES = 5000
 
 
 @dataclass
@@ -50,8 +49,9 @@ def new_run_id(tag: str | None = None) -> str:
 
 
 def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[Path]) -> tuple[list[dict], list[str]]:
-    """The notebook, every parameter that names an existing file or directory, and ``extra`` paths."""
-    from benchbook.provenance.checksums import file_entry, iter_files
+    """The notebook, every parameter that names an existing file or directory, and ``extra`` paths
+    (a directory is one entry whose SHA-256 covers every file in it, see checksums.tree_entry)."""
+    from benchbook.provenance.checksums import file_entry, tree_entry
 
     entries = [file_entry(notebook, role="notebook")]
     warnings: list[str] = []
@@ -64,15 +64,18 @@ def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[P
                 if p.exists():
                     candidates.append((f"parameter:{name}", p))
     candidates += [("input", Path(p)) for p in extra]
+    from benchbook.paths import REPO_ROOT
+
+    too_wide = {Path("/"), Path.home().resolve(), REPO_ROOT.resolve(), Path.cwd().resolve()}
     for role, p in candidates:
         if p.is_file():
             entries.append(file_entry(p.resolve(), role=role))
         elif p.is_dir():
-            files = iter_files(p)
-            if len(files) > MAX_INPUT_DIR_FILES:
-                warnings.append(f"input directory {p} has {len(files)} files; hashed the first {MAX_INPUT_DIR_FILES}")
-            for f in files[:MAX_INPUT_DIR_FILES]:
-                entries.append(file_entry(f.resolve(), role=role))
+            if p.resolve() in too_wide:
+                warnings.append(f"{role}: {p} is the root, home, repository or working directory; not hashed "
+                                f"as an input")
+                continue
+            entries.append(tree_entry(p.resolve(), role=role))
     return entries, warnings
 
 

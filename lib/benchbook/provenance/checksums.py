@@ -55,3 +55,21 @@ def hash_tree(root: Path, skip: Iterable[str] = ()) -> list[dict]:
     """File entries (path relative to root) for every file under ``root``."""
     root = Path(root)
     return [file_entry(p, relative_to=root) for p in iter_files(root, skip)]
+
+
+def tree_entry(root: Path, role: str | None = None) -> dict:
+    """One entry for a whole directory: its sha256 is the SHA-256 of a `sha256sum`-format listing
+    ("<sha256>  <relative path>\n" per file, sorted by path), so any changed byte, added, removed or
+    renamed file changes it; `sha256sum` output over the same files reproduces the listing."""
+    root = Path(root)
+    lines, total = [], 0
+    files = iter_files(root)
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        lines.append(f"{sha256_file(f)}  {rel}\n")
+        total += f.stat().st_size
+    digest = hashlib.sha256("".join(sorted(lines, key=lambda s: s[66:])).encode()).hexdigest()
+    entry: dict = {"path": str(root), "sha256": digest, "bytes": total, "kind": "directory", "files": len(files)}
+    if role:
+        entry["role"] = role
+    return entry

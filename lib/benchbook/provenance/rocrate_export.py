@@ -90,7 +90,12 @@ def export_run(run_dir: Path, out_dir: Path) -> Path:
             src = Path(entry["path"])
             props = {"sha256": entry["sha256"], "contentSize": entry["bytes"], "name": src.name,
                      "description": f"input ({entry.get('role', 'input')}); original path {src}"}
-            if src.is_file() and entry["bytes"] <= MAX_COPY_BYTES:
+            if entry.get("kind") == "directory":
+                props.update({"@type": "Dataset", "description": f"input directory ({entry.get('role', 'input')}) of "
+                              f"{entry.get('files')} files; sha256 is that of a sha256sum listing of them, sorted by "
+                              f"path; original path {src}"})
+                inputs.append(crate.add(ContextEntity(crate, f"#input-{i:03d}-{src.name}", properties=props)))
+            elif src.is_file() and entry["bytes"] <= MAX_COPY_BYTES:
                 inputs.append(crate.add_file(str(src), dest_path=f"inputs/{i:03d}-{src.name}", properties=props))
             else:
                 props["@type"] = "File"
