@@ -494,11 +494,11 @@ class HdrHistogram:
     def from_decoded(cls, d: hdr_codec.DecodedHistogram) -> "HdrHistogram":
         h = cls(d.lowest_discernible_value, d.highest_trackable_value, d.significant_figures, _counts=d.counts)
         h.conversion_ratio = d.conversion_ratio
-        h._set_from_counts()
+        h._set_from_counts((d.first_index, d.last_index, d.total_count))
         return h
 
-    def _set_from_counts(self) -> None:
-        first, last, total = hdr_codec.nonzero_bounds(self.counts)
+    def _set_from_counts(self, bounds: tuple[int, int, int] | None = None) -> None:
+        first, last, total = hdr_codec.nonzero_bounds(self.counts) if bounds is None else bounds
         self._total = total
         self._exact = total == 0
         self._sum, self._m2 = 0, 0.0

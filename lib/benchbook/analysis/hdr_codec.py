@@ -65,6 +65,9 @@ class DecodedHistogram:
     normalizing_index_offset: int
     counts: np.ndarray  # int64, exactly layout.counts_len long
     word_size: int
+    first_index: int = -1  # first non-zero slot (-1: empty)
+    last_index: int = -1  # last non-zero slot
+    total_count: int = 0
 
 
 def _cookie_base(cookie: int) -> int:
@@ -110,13 +113,17 @@ def _zz_encode_counts(counts: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
 
 
 @numba.njit(cache=True)
-def _zz_decode_counts(data: np.ndarray, counts: np.ndarray) -> tuple[int, int, int]:  # pragma: no cover - jit
-    """Decode into `counts`; returns (status, data position, counts filled).
-    status 0 ok, 1 truncated value, 2 zero run/counts beyond the histogram, 3 count out of range."""
+def _zz_decode_counts(data: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
+    """Decode into `counts`; returns (status, data position, slots filled, first non-zero slot,
+    last non-zero slot, total count). status 0 ok, 1 truncated value, 2 zero run/counts beyond
+    the histogram."""
     n = data.shape[0]
     limit = counts.shape[0]
     pos = 0
     idx = 0
+    first = -1
+    last = -1
+    total = 0
     while pos < n:
         start = pos
         u = np.uint64(0)
@@ -137,19 +144,24 @@ def _zz_decode_counts(data: np.ndarray, counts: np.ndarray) -> tuple[int, int, i
                 done = True
                 break
         if not done:
-            return 1, start, idx
+            return 1, start, idx, first, last, total
         v = np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1))
         if v < 0:
             zeros = -v
             if zeros > limit - idx:
-                return 2, start, idx
+                return 2, start, idx, first, last, total
             idx += zeros
         else:
             if idx >= limit:
-                return 2, start, idx
+                return 2, start, idx, first, last, total
             counts[idx] = v
+            if v != 0:
+                if first < 0:
+                    first = idx
+                last = idx
+                total += v
             idx += 1
-    return 0, pos, idx
+    return 0, pos, idx, first, last, total
 
 
 @numba.njit(cache=True)
@@ -185,15 +197,20 @@ def zigzag_encode_counts(counts: np.ndarray, limit: int | None = None) -> bytes:
 
 
 def zigzag_decode_counts(data: bytes, counts_len: int) -> np.ndarray:
+    """Decode V2 counts into an array of `counts_len` slots."""
+    return _zigzag_decode(data, counts_len)[0]
+
+
+def _zigzag_decode(data: bytes, counts_len: int) -> tuple[np.ndarray, int, int, int]:
     counts = np.zeros(counts_len, dtype=np.int64)
-    status, pos, idx = _zz_decode_counts(np.frombuffer(data, dtype=np.uint8), counts)
+    status, pos, idx, first, last, total = _zz_decode_counts(np.frombuffer(data, dtype=np.uint8), counts)
     if status == 1:
         raise HdrFormatError(f"truncated LEB128 count at payload byte {pos}")
     if status == 2:
         raise HdrFormatError(
             f"counts at payload byte {pos} run past the histogram's {counts_len} slots (slot {idx})"
         )
-    return counts
+    return counts, int(first), int(last), int(total)
 
 
 # ---- payloads -------------------------------------------------------------------------------
@@ -274,7 +291,7 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
         raise HdrFormatError(f"invalid histogram parameters in header: {exc}") from None
     if version == 2:  # the word-size nibble of a V2 cookie is not used (always LEB128)
         word = V2_WORD_SIZE
-        counts = zigzag_decode_counts(body, layout.counts_len)
+        counts, first, last, total = _zigzag_decode(body, layout.counts_len)
     else:
         if word not in (2, 4, 8):
             raise HdrFormatError(f"V{version} payload cookie 0x{cookie:08x} has invalid word size {word}")
@@ -290,8 +307,9 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
         dtype = {2: ">i2", 4: ">i4", 8: ">i8"}[word]
         counts = np.zeros(layout.counts_len, dtype=np.int64)
         counts[:n] = np.frombuffer(body, dtype=dtype, count=n)
-    if counts.size and int(counts.min()) < 0:
-        raise HdrFormatError("payload holds negative counts")
+        if n and int(counts[:n].min()) < 0:
+            raise HdrFormatError("payload holds negative counts")
+        first, last, total = nonzero_bounds(counts)
     return DecodedHistogram(
         version=version,
         lowest_discernible_value=layout.lowest_discernible_value,
@@ -301,6 +319,9 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
         normalizing_index_offset=int(norm),
         counts=counts,
         word_size=word,
+        first_index=first,
+        last_index=last,
+        total_count=total,
     )
 
 
