@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,15 +220,16 @@ _FAST_LINE_RE = re.compile(rb"^[ \t]*(\d{1,18})(?:\.(\d{0,12}))?[ \t]*,[ \t]*(\d
 _NONBLANK_RE = re.compile(rb"^[ \t\r]*\S", re.M)
 
 
-# Files larger than this are scanned by the compiled scanner (numba), smaller ones with a regex.
-COMPILED_SCAN_BYTES = 2 << 20
+# Files larger than this are scanned by the compiled scanner (numba), smaller ones with a regex
+# (importing numba costs more than the regex saves on small files) unless numba is loaded already.
+COMPILED_SCAN_BYTES = 512 << 10
 
 
 def _read_fast(data: bytes, source: str) -> MoonGenHistogram | None:
     """Vectorised reading of well-formed files (plain decimals, one pair per line). Returns None
     when anything is unusual (a bad or truncated line, exponents, huge numbers): the line-by-line
     reader then handles it and reports exactly where."""
-    if len(data) > COMPILED_SCAN_BYTES:
+    if len(data) > COMPILED_SCAN_BYTES or (len(data) > 16 << 10 and "numba" in sys.modules):
         return _read_compiled(data, source)
     matches = _FAST_LINE_RE.findall(data)
     if len(matches) != len(_NONBLANK_RE.findall(data)):
