@@ -107,6 +107,10 @@ class ExactDistribution:
     def __add__(self, other: "ExactDistribution") -> "ExactDistribution":
         return self.merge(other)
 
+    def recorded(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, counts) copies, as HdrHistogram.recorded() gives them."""
+        return self.values.copy(), self.counts.copy()
+
     # ---- statistics -----------------------------------------------------------------------------
     @property
     def count(self) -> int:

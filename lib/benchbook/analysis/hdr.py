@@ -31,7 +31,6 @@ The C library and the Python ``hdrh`` package round the target rank to nearest i
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
@@ -617,6 +616,3 @@ __all__ = [
     "ladder_frame",
     "format_percentile_distribution",
 ]
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    raise RuntimeError("benchbook needs Python 3.11")
