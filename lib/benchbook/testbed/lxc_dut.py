@@ -217,7 +217,7 @@ class LxcTestpmdDut:
         self._check_runnable()
         tree = ensure_rootfs(self.rootfs_recipe)
         self.steps.append(f"root file system {tree}")
-        self._cgroups_before = set(_lxc_cgroup_dirs(self.name, self.parent_cgroup))
+        self._cgroups_before = set(_lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup))
         cfg = ContainerConfig(
             name=self.name,
             rootfs=f"overlay:{tree}:{self.dir / 'delta0'}",
@@ -267,6 +267,9 @@ class LxcTestpmdDut:
             # no IPv6 autoconfiguration chatter on the measured links inside the container
             "lxc.sysctl.net.ipv6.conf.all.disable_ipv6": "1",
             "lxc.sysctl.net.ipv6.conf.default.disable_ipv6": "1",
+            # no lxcfs hooks from common.conf.d (lxcfs is not used; its post-stop hook outlives stop)
+            "lxc.hook.mount": "",
+            "lxc.hook.post-stop": "",
         }
         if self.parent_cgroup or self.monitor_cgroup:
             extra["lxc.cgroup.dir.container"] = "/".join(p for p in (self.parent_cgroup, self.name) if p)
@@ -333,12 +336,7 @@ class LxcTestpmdDut:
                     errors.append(f"lxc-destroy {self.name} left {self.dir}")
                 self.steps.append(f"lxc-destroy {self.name}")
                 self._created = False
-            for d in sorted(set(_lxc_cgroup_dirs(self.name, self.parent_cgroup)) - self._cgroups_before,
-                            key=lambda p: len(p.parts), reverse=True):
-                try:
-                    d.rmdir()
-                except OSError as exc:
-                    errors.append(f"cgroup {d}: {exc}")
+            errors += self._remove_new_cgroups()
             for iface in list(self._moved_to_host):  # LXC put them back in the host namespace
                 if _ip(["link", "show", iface], check=False).returncode == 0:
                     _ip(["link", "set", iface, "netns", self.netns or "1"], check=False)
@@ -357,8 +355,32 @@ class LxcTestpmdDut:
         if errors:
             self.stats.setdefault("teardown_errors", errors)
 
+    def _remove_new_cgroups(self) -> list[str]:
+        """rmdir the cgroups this container made (LXC leaves parents it created in every hierarchy)."""
+        errors: list[str] = []
+        new = set(_lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup)) - self._cgroups_before
+        for d in sorted(new, key=lambda p: len(p.parts), reverse=True):
+            for attempt in range(20):  # the monitor may take a moment to leave its cgroup
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if attempt == 19:
+                        errors.append(f"cgroup {d}: {exc}")
+                    time.sleep(0.05)
+        return errors
+
     def _kill_leftover_processes(self) -> None:
         for pid in container_pids(self.name):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        # LXC's monitor (and hooks it runs) exit on their own shortly after the container
+        deadline = time.monotonic() + 5
+        while monitor_pids(self.name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in monitor_pids(self.name):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -401,16 +423,19 @@ def _hierarchies() -> list[Path]:
     return out
 
 
-def _lxc_cgroup_dirs(name: str, parent: str | None = None) -> list[Path]:
-    """Every cgroup directory LXC makes for container `name` (default and custom layouts)."""
+def _lxc_cgroup_dirs(name: str, *parents: str | None) -> list[Path]:
+    """Every cgroup directory LXC makes for container `name` (default and custom layouts),
+    plus the given parent directories (which LXC creates in every hierarchy when missing)."""
     found: list[Path] = []
+    rels = (f"lxc.payload.{name}", f"lxc.monitor.{name}", f"{name}.monitor", name)
     for h in _hierarchies():
-        for rel in (f"lxc.payload.{name}", f"lxc.monitor.{name}", f"{name}.monitor", name):
-            for base in ([h / parent] if parent else []) + [h]:
+        bases = [h] + [h / p for p in parents if p]
+        for base in bases:
+            if base != h and base.is_dir():
+                found.append(base)
+            for rel in rels:
                 if (base / rel).is_dir():
                     found.append(base / rel)
-        if parent and (h / parent).is_dir():
-            found.append(h / parent)
         found.extend(d for d in h.glob(f"*/{name}.monitor") if d.is_dir())
         found.extend(d for d in h.glob(f"*/{name}") if d.is_dir())
     return sorted(set(found))
@@ -427,6 +452,25 @@ def container_pids(name: str) -> list[int]:
     return sorted(pids)
 
 
+def monitor_pids(name: str) -> list[int]:
+    """Pids of LXC monitor processes (``[lxc monitor] <lxcpath> <name>``) and hooks for `name`."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in args if a]
+        if not words:
+            continue
+        if (words[0].startswith("[lxc monitor]") and words[-1] == name) or \
+                (len(words) > 2 and words[0] in ("/bin/sh", "sh") and name in words and "lxc" in words):
+            pids.append(int(d.name))
+    return pids
+
+
 def sweep(lxc: Lxc | None = None, prefix: str = PREFIX) -> list[str]:
     """Remove leftover benchbook containers (``bb-`` names): kill their processes (found through
     LXC's cgroups, so also when the monitor is gone), lxc-stop -k, lxc-destroy, rmdir their
@@ -440,15 +484,24 @@ def sweep(lxc: Lxc | None = None, prefix: str = PREFIX) -> list[str]:
         for d in h.glob(f"lxc.payload.{prefix}*"):
             names.add(d.name[len("lxc.payload."):])
     for name in sorted(names):
-        for pid in container_pids(name):
+        for pid in container_pids(name) + monitor_pids(name):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5  # SIGKILL is asynchronous: wait until the cgroups are empty
+        while (container_pids(name) or monitor_pids(name)) and time.monotonic() < deadline:
+            time.sleep(0.05)
         removed += [f"container {n}" for n in lxctool.sweep_containers(lxc, prefix=name)]
         for d in sorted(_lxc_cgroup_dirs(name), key=lambda p: len(p.parts), reverse=True):
             if d.name.startswith(("lxc.", name)):
-                with contextlib.suppress(OSError):
-                    d.rmdir()
-                    removed.append(f"cgroup {d}")
+                for attempt in range(20):
+                    try:
+                        d.rmdir()
+                        removed.append(f"cgroup {d}")
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.05)
     return removed
 
 
