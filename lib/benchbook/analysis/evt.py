@@ -156,7 +156,12 @@ def return_level_delta_ci(model: PotModel, m: float, alpha: float = 0.05) -> Ret
     V[0, 0] = model.zeta * (1.0 - model.zeta) / model.n_total
     V[1:, 1:] = model.cov
     g = return_level_gradient(model.sigma, model.xi, model.zeta, m)
-    se = float(math.sqrt(g @ V @ g))
+    var = float(g @ V @ g)
+    if not (math.isfinite(var) and var >= 0):
+        level = model.return_level(m)
+        return ReturnLevel(m=m, level=level, low=math.nan, high=math.nan, se=None,
+                           method=f"delta method not applicable (variance {var:.3g} from {model.cov_method})")
+    se = math.sqrt(var)
     z = float(norm.ppf(1 - alpha / 2))
     level = model.return_level(m)
     return ReturnLevel(m=m, level=level, low=level - z * se, high=level + z * se, se=se,
@@ -194,7 +199,7 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     # polish: scipy's Nelder-Mead stops early on large samples
     from scipy.optimize import minimize
 
-    res = minimize(lambda p: gpd_nll(p[0], p[1], y), x0=[sigma, xi], method="Nelder-Mead",
+    res = minimize(lambda p: min(gpd_nll(p[0], p[1], y), 1e300), x0=[sigma, xi], method="Nelder-Mead",
                    options={"xatol": 1e-10, "fatol": 1e-10, "maxiter": 4000})
     if res.fun <= gpd_nll(sigma, xi, y):
         sigma, xi = float(res.x[0]), float(res.x[1])
@@ -203,8 +208,8 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     try:
         H = _numerical_hessian(lambda p: gpd_nll(p[0], p[1], y), np.array([sigma, xi]))
         cov = np.linalg.inv(H)
-        if not (np.all(np.isfinite(cov)) and cov[0, 0] > 0 and cov[1, 1] > 0):
-            cov = None
+        if not (np.all(np.isfinite(cov)) and np.all(np.linalg.eigvalsh(0.5 * (cov + cov.T)) > 0)):
+            cov = None  # not at an interior maximum (e.g. xi <= -0.5): no observed information
     except np.linalg.LinAlgError:
         cov = None
     if cov is None:

@@ -136,7 +136,7 @@ def hist_tail_sample(hist_df, tail_quantile: float) -> tuple[np.ndarray, float, 
     return sample, u, n
 
 
-def wiedner_tail_table(cat, cells, rate_pps: int, tail_quantile: float = 0.9999, alpha: float = 0.05):
+def wiedner_tail_table(cat, cells, rate_pps: int, tail_quantile: float = 0.999999, alpha: float = 0.05):
     """For every Table III cell and every repeat r: fit a GPD to r's tail, compute the n-observation
     return level (n = r's packet count: the level exceeded about once per run) with a delta-method
     interval, and compare the observed maxima of the other repeats with it."""
@@ -181,6 +181,11 @@ def wiedner_extension_verdict(verdict, table) -> dict[str, int]:
                         f"{rec.folder} repeat {rec.fit_repeat}", "not derivable", rec.error)
             continue
         others = ", ".join(f"r{k}={v:.2f}" for k, v in rec.others_max_us.items())
+        caveat = ""
+        if rec.xi <= -0.5:
+            caveat = ("; xi <= -0.5: the GPD likelihood is not regular there (Smith 1985), so the interval "
+                      "is not reliable" if np.isfinite(rec.ci_low_us) else
+                      "; xi <= -0.5: no delta-method interval (the information matrix is not positive definite)")
         verdict.add(
             f"{rec.name}, fit on repeat {rec.fit_repeat}",
             None,
@@ -191,7 +196,7 @@ def wiedner_extension_verdict(verdict, table) -> dict[str, int]:
             f"benchbook extension: n-observation return level (n={rec.n_total}) 95% CI "
             f"[{rec.ci_low_us:.2f}, {rec.ci_high_us:.2f}] µs, xi={rec.xi:.3f}; own max {rec.observed_max_us:.2f}; "
             f"other repeats' maxima {others}: {rec.others_inside} inside, {rec.others_above} above, "
-            f"{rec.others_below} below",
+            f"{rec.others_below} below{caveat}",
         )
         totals["inside"] += rec.others_inside
         totals["above"] += rec.others_above

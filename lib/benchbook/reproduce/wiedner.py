@@ -61,8 +61,15 @@ def load_catalogue(dataset_dir: Path | str | None = None, verify: bool = True):
     return pe.catalogue(folder)
 
 
+def _field(row: Any, name: str) -> Any:
+    """A catalogue field from an itertuples() row or a pandas Series (where .repeat is a method)."""
+    import pandas as pd
+
+    return row[name] if isinstance(row, pd.Series) else getattr(row, name)
+
+
 def run_label(row: Any) -> str:
-    return f"{row.folder} rate {row.rate_pps} repeat {row.repeat}"
+    return f"{_field(row, 'folder')} rate {_field(row, 'rate_pps')} repeat {_field(row, 'repeat')}"
 
 
 def run_max_ns(row: Any) -> int:
@@ -179,8 +186,8 @@ def ladder_series(path: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def variant_label(row: Any) -> str:
-    opt = "optimized" if row.optimized else "non-optimized"
-    return f"{row.kernel} {opt}"
+    opt = "optimized" if _field(row, "optimized") else "non-optimized"
+    return f"{_field(row, 'kernel')} {opt}"
 
 
 def hdr_series_by_technology(cat, technology: str, rate_pps: int = TABLE3_RATE_PPS,
@@ -248,38 +255,63 @@ def rate_table(cat):
 
 
 def rate_figure(rates, metric: str = "p99_ns", title: str | None = None):
-    """Latency (median over repeats of `metric`) against offered packet rate, one line per
-    technology/variant; error bars span the repeats' minimum to maximum."""
+    """Latency (median over repeats of `metric`) against offered packet rate: one panel per
+    technology, one line per kernel/optimisation variant; error bars span the repeats' range."""
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
-    g = rates[~rates["no_matched_packets"]].groupby(["technology_label", "variant", "rate_pps"])[metric]
-    agg = g.agg(["median", "min", "max"]).reset_index()
-    fig = go.Figure()
-    for (tech, variant), d in agg.groupby(["technology_label", "variant"], sort=True):
-        d = d.sort_values("rate_pps")
-        fig.add_trace(
-            go.Scatter(
-                x=d["rate_pps"] / 1e6,
-                y=d["median"] / 1000.0,
-                mode="lines+markers",
-                name=f"{tech}: {variant}",
-                error_y=dict(type="data", symmetric=False, array=(d["max"] - d["median"]) / 1000.0,
-                             arrayminus=(d["median"] - d["min"]) / 1000.0, thickness=1),
+    ok = rates[~rates["no_matched_packets"]].copy()
+    # one name (and colour) per kernel/optimisation across technologies
+    ok["variant"] = ok["kernel"] + np.where(ok["optimized"], " optimized", " non-optimized")
+    agg = (ok.groupby(["technology_label", "variant", "rate_pps"])[metric]
+           .agg(["median", "min", "max"]).reset_index())
+    techs = sorted(agg["technology_label"].unique())
+    fig = make_subplots(rows=2, cols=2, subplot_titles=techs, shared_xaxes=True,
+                        horizontal_spacing=0.08, vertical_spacing=0.12)
+    variants = sorted(agg["variant"].unique())
+    palette = _palette(len(variants))
+    shown: set[str] = set()
+    for i, tech in enumerate(techs):
+        r, c = i // 2 + 1, i % 2 + 1
+        for variant, d in agg[agg["technology_label"] == tech].groupby("variant", sort=True):
+            d = d.sort_values("rate_pps")
+            color = palette[variants.index(variant)]
+            fig.add_trace(
+                go.Scatter(
+                    x=d["rate_pps"] / 1e6, y=d["median"] / 1000.0, mode="lines+markers", name=variant,
+                    legendgroup=variant, showlegend=variant not in shown, line=dict(color=color),
+                    error_y=dict(type="data", symmetric=False, array=(d["max"] - d["median"]) / 1000.0,
+                                 arrayminus=(d["median"] - d["min"]) / 1000.0, thickness=1),
+                ),
+                row=r, col=c,
             )
-        )
+            shown.add(variant)
+        fig.update_yaxes(type="log", title_text="latency [µs]" if c == 1 else None, row=r, col=c)
+        fig.update_xaxes(title_text="offered rate [Mpkt/s]" if r == 2 else None, row=r, col=c)
     fig.update_layout(
         title=title or f"Latency ({metric.removesuffix('_ns')}) against packet rate, median of 3 repeats",
-        xaxis_title="offered rate [Mpkt/s]",
-        yaxis_title="latency [µs]",
-        yaxis_type="log",
+        height=800, legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
     )
     try:  # the house style, when benchbook.figures provides it
         from benchbook.figures.style import apply_style
 
         apply_style(fig)
+        fig.update_layout(height=800, legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))
     except ImportError:
         pass
     return fig
+
+
+def _palette(n: int) -> list[str]:
+    try:
+        from benchbook.figures.style import color
+
+        return [color(i) for i in range(n)]
+    except ImportError:
+        import plotly.colors
+
+        base = plotly.colors.qualitative.Dark24
+        return [base[i % len(base)] for i in range(n)]
 
 
 def table3_figure(table, verdict=None):
