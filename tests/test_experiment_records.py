@@ -106,3 +106,23 @@ def test_read_record_names_file_and_position(tmp_path):
     bad.write_text(json.dumps({"id": "x"}))
     with pytest.raises(RunRecordError, match="required"):
         read_record(tmp_path)
+
+
+def test_reproduce_run_leaves_a_valid_record(tmp_path):
+    """`benchbook reproduce` goes through run_notebook, so its figure runs are full run records."""
+    import sys
+
+    from benchbook.paths import PACKAGE_DIR
+
+    fig = "scheerer-iitm23-return-level"
+    if not (PACKAGE_DIR / "reproduce" / "figures" / f"{fig}.toml").is_file():
+        pytest.skip(f"registry entry {fig} not present")
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", fig, "--runs-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    runs = list((tmp_path / fig).glob("*/run.json"))
+    assert len(runs) == 1, r.stdout + r.stderr
+    rec = read_record(runs[0])
+    assert rec["experiment"] == fig and rec["status"] == "complete"
+    assert rec["parameters"]["figure_id"] == fig
+    assert any(o["path"] == "verdict.json" for o in rec["outputs"])
+    assert rec["environment_files"]["channels"] == "channels.scm" and rec["host"]["kernel"]["release"]
