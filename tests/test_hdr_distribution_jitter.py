@@ -158,3 +158,25 @@ def test_interval_histograms_equal_masks():
     summary = interval_summary(chunked)
     assert summary["count"].tolist() == [iv.histogram.total_count for iv in chunked]
     assert math.isnan(summary["p99"][2])
+
+
+def test_interval_recorder_streams_completed_intervals():
+    rng = np.random.default_rng(4)
+    n = 30_000
+    t = np.sort(rng.integers(0, 8_000_000_000, n))
+    lat = rng.integers(1_000, 1_000_000, n)
+    t[(t >= 3_000_000_000) & (t < 4_000_000_000)] += 1_000_000_000  # second 3 stays empty
+    t.sort()
+    batch = interval_histograms(t, lat, origin_ns=0)
+    rec = IntervalRecorder(origin_ns=0)
+    popped = []
+    for a in range(0, n, 2_000):
+        rec.record(t[a : a + 2_000], lat[a : a + 2_000])
+        popped += rec.pop_completed(int(t[a : a + 2_000].min()))  # nothing later can be earlier
+    popped += rec.intervals()
+    assert [iv.start_s for iv in popped] == [iv.start_s for iv in batch] == [float(k) for k in range(8)]
+    for a, b in zip(popped, batch):
+        np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
+    assert popped[3].histogram.total_count == 0
+    with pytest.raises(ValueError, match="already popped"):
+        rec.record(np.array([5]), np.array([10]))

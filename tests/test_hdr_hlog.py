@@ -210,3 +210,13 @@ def test_reading_a_copy_of_every_interop_file_is_repeatable(interop, tmp_path):
     a, b = read_hlog(src), read_hlog(dst)
     assert [iv.start_s for iv in a.intervals] == [iv.start_s for iv in b.intervals]
     assert a.merged().total_count == b.merged().total_count == 65964
+
+
+def test_large_logs_read_lazily_within_the_memory_budget(interop):
+    eager = read_hlog(interop / "jHiccup-2.0.6.logV1.hlog")
+    lazy = read_hlog(interop / "jHiccup-2.0.6.logV1.hlog", memory_budget=100_000)
+    assert not any(iv.lazy for iv in eager.intervals)
+    assert all(iv.lazy for iv in lazy.intervals)
+    for a, b in zip(eager.intervals, lazy.intervals):
+        np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
+    np.testing.assert_array_equal(eager.merged().counts, lazy.merged().counts)

@@ -60,7 +60,6 @@ class HlogFormatError(ValueError):
         super().__init__(f"{path}:{line_no}: {message}")
 
 
-@dataclass
 class Interval:
     """One interval histogram of a log.
 
@@ -70,15 +69,56 @@ class Interval:
     tag      : the `Tag=` value or None
     max_s    : the Interval_Max column (the interval's max value / max-value unit ratio; None when
                writing means "compute it from the histogram")
-    histogram: the decoded HdrHistogram
+    histogram: the HdrHistogram. Intervals of a large log read from a file keep only their
+               base64 payload (`payload`) and decode it on each access, so reading stays within
+               bounded memory (see read_hlog); `lazy` says which kind this is.
     """
 
-    start_s: float
-    length_s: float
-    tag: str | None
-    max_s: float | None
-    histogram: HdrHistogram
-    line_no: int = 0
+    __slots__ = ("start_s", "length_s", "tag", "max_s", "_histogram", "payload", "line_no")
+
+    def __init__(
+        self,
+        start_s: float,
+        length_s: float,
+        tag: str | None,
+        max_s: float | None,
+        histogram: HdrHistogram | None = None,
+        line_no: int = 0,
+        payload: str | None = None,
+    ) -> None:
+        if histogram is None and payload is None:
+            raise ValueError("an Interval needs a histogram or a payload")
+        self.start_s = start_s
+        self.length_s = length_s
+        self.tag = tag
+        self.max_s = max_s
+        self._histogram = histogram
+        self.payload = payload
+        self.line_no = line_no
+
+    @property
+    def lazy(self) -> bool:
+        return self._histogram is None
+
+    @property
+    def histogram(self) -> HdrHistogram:
+        if self._histogram is not None:
+            return self._histogram
+        return HdrHistogram.decode(self.payload)  # type: ignore[arg-type]
+
+    @histogram.setter
+    def histogram(self, h: HdrHistogram) -> None:
+        self._histogram = h
+
+    def make_lazy(self) -> None:
+        """Drop the decoded histogram (keeping the payload) to free memory."""
+        if self.payload is None:
+            self.payload = self._histogram.encode().decode("ascii")  # type: ignore[union-attr]
+        self._histogram = None
+
+    def __repr__(self) -> str:
+        return (f"Interval(start_s={self.start_s!r}, length_s={self.length_s!r}, tag={self.tag!r}, "
+                f"max_s={self.max_s!r}, line_no={self.line_no}, lazy={self.lazy})")
 
 
 @dataclass
@@ -230,16 +270,25 @@ def _iter_lines(fh: IO[str], path) -> Iterator[tuple[str, object]]:
             hist = HdrHistogram.decode(payload)
         except HdrFormatError as exc:
             raise HlogFormatError(path, line_no, f"invalid histogram payload: {exc}") from None
-        yield "interval", Interval(start, length, tag, vmax, hist, line_no)
+        yield "interval", Interval(start, length, tag, vmax, hist, line_no, payload)
 
 
-def read_hlog(path: str | os.PathLike) -> HlogFile:
-    """Read a whole interval log (every format and encoding HdrHistogram has written)."""
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+
+
+def read_hlog(path: str | os.PathLike, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> HlogFile:
+    """Read a whole interval log (every format and encoding HdrHistogram has written).
+
+    Every histogram is decoded (so a corrupt one is reported with its line). While the decoded
+    counts arrays fit in `memory_budget` bytes they are kept; beyond it every interval keeps only
+    its payload and decodes on access (Interval.lazy), so memory stays bounded for long logs."""
     start_time: float | None = None
     base_time: float | None = None
     version: str | None = None
     comments: list[str] = []
     intervals: list[Interval] = []
+    lazy = False
+    held = 0
     for kind, value in iter_hlog(path):
         if kind == "comment":
             comments.append(value)  # type: ignore[arg-type]
@@ -256,6 +305,14 @@ def read_hlog(path: str | os.PathLike) -> HlogFile:
             if base_time is None:
                 base_time = start_time if iv.start_s < start_time - _YEAR_S else 0.0
             intervals.append(iv)
+            if not lazy:
+                held += iv.histogram.counts.nbytes
+                if held > memory_budget:
+                    lazy = True
+                    for prev in intervals:
+                        prev.make_lazy()
+            else:
+                iv.make_lazy()
     return HlogFile(intervals, start_time, base_time or 0.0, comments, version, str(path))
 
 

@@ -178,6 +178,7 @@ class IntervalRecorder:
         self.origin_ns = origin_ns
         self._layout = (lowest_discernible_value, highest_trackable_value, significant_figures)
         self._hists: dict[int, HdrHistogram] = {}
+        self._next_key: int | None = None  # first interval not yet popped (after pop_completed)
 
     def record(self, t_ns: np.ndarray, latency_ns: np.ndarray) -> None:
         t = _int64(t_ns, "t_ns")
@@ -189,6 +190,14 @@ class IntervalRecorder:
         if self.origin_ns is None:
             self.origin_ns = int(t.min())
         b = np.floor_divide(t - self.origin_ns, self.interval_ns)
+        if self._next_key is not None:
+            late = b < self._next_key
+            if late.any():
+                pos = int(np.flatnonzero(late)[0])
+                raise ValueError(
+                    f"t_ns[{pos}] = {int(t[pos])} falls into an interval already popped by pop_completed "
+                    f"({int(late.sum())} such packets; nothing of this call was recorded): pop with a "
+                    f"larger lag behind the newest time")
         if b.size > 1 and np.all(b[1:] >= b[:-1]):
             order = None
             bs = b
@@ -213,12 +222,36 @@ class IntervalRecorder:
             return []
         keys = sorted(self._hists)
         if include_empty:
-            keys = list(range(keys[0], keys[-1] + 1))
+            first = keys[0] if self._next_key is None else min(self._next_key, keys[0])
+            keys = list(range(first, keys[-1] + 1))
         length_s = self.interval_ns / NS_PER_S
         out = []
         for k in keys:
             h = self._hists.get(k) or HdrHistogram(*self._layout)
             out.append(Interval(start_s=k * length_s, length_s=length_s, tag=None, max_s=None, histogram=h))
+        return out
+
+    def pop_completed(self, before_ns: int, include_empty: bool = True) -> list[Interval]:
+        """Remove and return the intervals that end at or before `before_ns` (absolute ns), in
+        time order -- for streaming: write them out (HlogWriter) once no later packet can fall
+        into them, so memory stays bounded for long captures. Empty intervals between popped
+        ones (and up to the next held one) are returned as empty histograms when
+        include_empty."""
+        if self.origin_ns is None or not self._hists:
+            return []
+        last_done = (int(before_ns) - self.origin_ns) // self.interval_ns - 1
+        keys = sorted(k for k in self._hists if k <= last_done)
+        if not keys:
+            return []
+        if include_empty:
+            start = self._next_key if self._next_key is not None else keys[0]
+            keys = list(range(min(start, keys[0]), keys[-1] + 1))
+        length_s = self.interval_ns / NS_PER_S
+        out = []
+        for k in keys:
+            h = self._hists.pop(k, None) or HdrHistogram(*self._layout)
+            out.append(Interval(start_s=k * length_s, length_s=length_s, tag=None, max_s=None, histogram=h))
+        self._next_key = keys[-1] + 1
         return out
 
     def total(self) -> HdrHistogram:
