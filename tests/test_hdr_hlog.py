@@ -220,3 +220,10 @@ def test_large_logs_read_lazily_within_the_memory_budget(interop):
     for a, b in zip(eager.intervals, lazy.intervals):
         np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
     np.testing.assert_array_equal(eager.merged().counts, lazy.merged().counts)
+
+
+def test_binary_file_rejected_with_line_and_byte_offset(tmp_path):
+    p = tmp_path / "capture.pcap"
+    p.write_bytes(b"#[Histogram log format version 1.3]\n\xd4\xc3\xb2\xa1\x02\x00\x04\x00")
+    with pytest.raises(HlogFormatError, match=r"capture\.pcap:2: byte offset 36: not UTF-8"):
+        read_hlog(p)

@@ -239,12 +239,20 @@ def _parse_interval_line(line: str, path, line_no: int) -> tuple[str | None, flo
 def iter_hlog(path: str | os.PathLike) -> Iterator[tuple[str, object]]:
     """Stream a log: yields ("comment", text), ("start_time", float), ("base_time", float),
     ("version", str), ("legend", text) and ("interval", Interval) events in file order."""
-    with open(path, "r", encoding="utf-8", newline="") as fh:
+    with open(path, "rb") as fh:
         yield from _iter_lines(fh, path)
 
 
-def _iter_lines(fh: IO[str], path) -> Iterator[tuple[str, object]]:
-    for line_no, raw in enumerate(fh, start=1):
+def _iter_lines(fh: IO[bytes], path) -> Iterator[tuple[str, object]]:
+    offset = 0
+    for line_no, raw_bytes in enumerate(fh, start=1):
+        try:
+            raw = raw_bytes.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HlogFormatError(
+                path, line_no, f"byte offset {offset + exc.start}: not UTF-8 text (is this an .hlog file?)"
+            ) from None
+        offset += len(raw_bytes)
         line = raw.rstrip("\r\n")
         if not line.strip():
             continue
