@@ -259,12 +259,17 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
     metrics["cgroup_latency"] = {"arms": arms, "points": [point_metrics(p) for p in points],
-                                 "leftovers_after": leftovers() if params.backend == "local" else None}
+                                 "leftovers_after": leftovers(run_tokens(points)) if params.backend == "local" else None}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
     caps.extend(capabilities(params, arms))
     write_json_atomic(out / "capabilities.json", caps)
     return result
+
+
+def run_tokens(points: list[dict[str, Any]]) -> set[str]:
+    """The testbed run tokens the points used (to check that nothing of theirs is left)."""
+    return {p["testbed"]["token"] for p in points if isinstance(p.get("testbed"), dict) and "token" in p["testbed"]}
 
 
 def _testbed_reason() -> str:
@@ -528,13 +533,23 @@ def _mean_of(pt: Any, mode: str, ev: str) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def leftovers() -> dict[str, list[str]]:
-    """benchbook-owned namespaces, links, cgroups and DPDK dirs currently on this host."""
+def leftovers(tokens: set[str] | None = None) -> dict[str, list[str]]:
+    """benchbook-owned namespaces, links, cgroups and DPDK dirs on this host whose run is over
+    (resources of runs still in progress in other processes are not leftovers); with tokens:
+    only those of these runs."""
+    from benchbook.testbed.names import token_of
+    from benchbook.testbed.state import live_tokens
     from benchbook.testbed.sweep import benchbook_cgroups, benchbook_links, benchbook_netns
+
+    live = live_tokens()
+
+    def dead(names: list[str]) -> list[str]:
+        return [n for n in names if token_of(Path(n).name) not in live
+                and (tokens is None or token_of(Path(n).name) in tokens)]
 
     dpdk = Path("/var/run/dpdk")
     return {
-        "netns": benchbook_netns(), "links": benchbook_links(),
-        "cgroups": [str(p) for p in benchbook_cgroups()],
-        "dpdk": [p.name for p in dpdk.iterdir() if p.name.startswith("bb-")] if dpdk.is_dir() else [],
+        "netns": dead(benchbook_netns()), "links": dead(benchbook_links()),
+        "cgroups": dead([str(p) for p in benchbook_cgroups()]),
+        "dpdk": dead([p.name for p in dpdk.iterdir() if p.name.startswith("bb-")]) if dpdk.is_dir() else [],
     }

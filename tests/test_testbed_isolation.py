@@ -1,0 +1,81 @@
+"""cgroup isolation recipes: v1 applied (read back) and restored; v2 detected, never faked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import require_root
+from benchbook.testbed.isolation import NotRunnable, isolation, mode_status, v2_cpuset_status
+from benchbook.testbed.names import new_token
+from benchbook.tools import cgroups as cg
+
+
+def _v1_root() -> Path:
+    require_root()
+    root = cg.v1_hierarchy("cpuset")
+    if root is None:
+        pytest.skip("no cgroup v1 cpuset hierarchy on this host")
+    if len(cg.online_cpus()) < 2:
+        pytest.skip("needs two CPUs")
+    return root
+
+
+def _my_cpuset() -> str:
+    return Path("/proc/self/cpuset").read_text().strip()
+
+
+def test_v1_recipe_applied_and_restored():
+    root = _v1_root()
+    before_lb = cg.read(root / "cpuset.sched_load_balance")
+    before_dirs = sorted(p.name for p in root.iterdir() if p.is_dir())
+    start_cpuset = _my_cpuset()
+    token = new_token()
+    with isolation("v1", token, dut_cpu=1) as info:
+        r = info.report
+        assert r["dut_sched_load_balance"] == "0" and r["root_sched_load_balance"] == "0"
+        assert r["dut_cpus"] == "1" and r["housekeeping_cpus"] == "0"
+        assert r["tasks_moved"] > 0 and r["tasks_verified_in_housekeeping"] == r["tasks_moved"]
+        assert r["left_in_root_user_tasks"] == 0, "every user task of the root cpuset must have moved"
+        assert r["init_kept_in_root"] == 1
+        if start_cpuset == "/":
+            assert _my_cpuset() == f"/bb-{token}-hk", "this process is a movable task: it is in housekeeping"
+            assert os.sched_getaffinity(0) == {0}
+        assert (root / f"bb-{token}-dut").is_dir() and info.dut_procs_file.exists()
+    assert cg.read(root / "cpuset.sched_load_balance") == before_lb
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == before_dirs
+    assert _my_cpuset() == start_cpuset
+    assert not (Path("/run/benchbook") / f"{token}.json").exists()
+    assert info.report["restore_problems"] == []
+
+
+def test_v1_restored_when_body_raises():
+    root = _v1_root()
+    before_lb = cg.read(root / "cpuset.sched_load_balance")
+    token = new_token()
+    with pytest.raises(KeyError):
+        with isolation("v1", token):
+            raise KeyError("inside")
+    assert cg.read(root / "cpuset.sched_load_balance") == before_lb
+    assert not any(token in p.name for p in root.iterdir())
+
+
+def test_v2_detected_not_faked():
+    require_root()
+    ok, why = v2_cpuset_status()
+    assert mode_status("v2") == (ok, why) or not mode_status("v2")[0]
+    if ok:
+        pytest.skip("this host has the v2 cpuset controller; the not-runnable path does not apply")
+    assert "cpuset" in why
+    with pytest.raises(NotRunnable, match="cpuset"):
+        with isolation("v2", new_token()):
+            pass
+    assert not any(p.name.startswith("bb-") for p in (cg.v2_root() or Path("/nonexistent")).glob("bb-*"))
+
+
+def test_unknown_mode():
+    with pytest.raises(NotRunnable, match="unknown isolation mode"):
+        isolation("v3", new_token())
+    assert mode_status("v3")[0] is False
