@@ -54,6 +54,11 @@ def test_zigzag_kernel_equals_plain_reference():
     enc = hdr_codec.zigzag_encode_counts(counts)
     assert enc == plain_zigzag_leb128(counts.tolist())
     np.testing.assert_array_equal(hdr_codec.zigzag_decode_counts(enc, len(counts)), counts)
+    padded = np.concatenate([counts, np.zeros(100, dtype=np.int64)])
+    assert hdr_codec.zigzag_encode_counts(padded, -1) == enc  # -1: stop at the last non-zero slot
+    counts[7] = -3
+    with pytest.raises(HdrFormatError, match="slot 7 holds -3"):
+        hdr_codec.zigzag_encode_counts(counts)
 
 
 @pytest.mark.parametrize("layout", [(1, 3_600_000_000_000, 3), (1000, 10**12, 2), (1, 2**20, 4)])

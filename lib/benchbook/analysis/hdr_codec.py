@@ -84,12 +84,18 @@ def _word_size(cookie: int) -> int:
 
 @numba.njit(cache=True)
 def _zz_encode_counts(counts: np.ndarray, limit: int) -> tuple[np.ndarray, int]:  # pragma: no cover - jit
+    if limit < 0:  # up to the last non-zero slot
+        limit = counts.shape[0]
+        while limit > 0 and counts[limit - 1] == 0:
+            limit -= 1
     out = np.empty(limit * 9 + 9, dtype=np.uint8)
     pos = 0
     i = 0
     while i < limit:
         v = counts[i]
         i += 1
+        if v < 0:
+            return out, -i  # slot i - 1 is negative
         if v == 0:
             zeros = 1
             while i < limit and counts[i] == 0:
@@ -186,13 +192,13 @@ def nonzero_bounds(counts: np.ndarray) -> tuple[int, int, int]:
 
 
 def zigzag_encode_counts(counts: np.ndarray, limit: int | None = None) -> bytes:
-    """V2 counts encoding of counts[:limit] (zero runs of 2+ slots as one negative number)."""
+    """V2 counts encoding of counts[:limit] (zero runs of 2+ slots as one negative number);
+    limit -1 means up to the last non-zero slot. Counts must not be negative (HdrHistogram's
+    record/merge never produce negative counts)."""
     arr = np.ascontiguousarray(counts, dtype=np.int64)
-    if limit is None:
-        limit = len(arr)
-    if limit > 0 and int(arr[:limit].min()) < 0:
-        raise HdrFormatError("cannot encode negative counts")
-    out, n = _zz_encode_counts(arr, int(limit))
+    out, n = _zz_encode_counts(arr, len(arr) if limit is None else int(limit))
+    if n < 0:
+        raise HdrFormatError(f"cannot encode a negative count (slot {-n - 1} holds {int(arr[-n - 1])})")
     return out[:n].tobytes()
 
 
@@ -218,8 +224,7 @@ def _zigzag_decode(data: bytes, counts_len: int) -> tuple[np.ndarray, int, int, 
 
 def encode_payload_v2(layout: HdrLayout, counts: np.ndarray, conversion_ratio: float = 1.0) -> bytes:
     """Uncompressed V2 payload: 40-byte header + ZigZag LEB128 counts up to the last non-zero."""
-    limit = nonzero_bounds(counts)[1] + 1
-    body = zigzag_encode_counts(counts, limit)
+    body = zigzag_encode_counts(counts, -1)  # -1: up to the last non-zero slot
     header = _V1V2_HEADER.pack(
         V2_ENCODING_COOKIE | 0x10,
         len(body),
