@@ -112,13 +112,22 @@ def _list_entries(entries, console) -> None:
     from benchbook.reproduce.capabilities import entry_blockers
 
     table = Table(title=f"{len(entries)} registered figures")
-    for col in ("id", "mode", "published", "runs here", "title"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("id", "mode"))
+    table.add_column("id", overflow="fold")
+    table.add_column("mode", no_wrap=True)
+    table.add_column("published", justify="right", no_wrap=True)
+    table.add_column("here", no_wrap=True)
+    why: list[tuple[str, list[str]]] = []
     for entry in entries.values():
         blockers = entry_blockers(entry)
-        here = "[green]yes[/]" if not blockers else "[yellow]no[/]: " + "; ".join(blockers)
-        table.add_row(entry.id, entry.mode, str(len(entry.published)), here, entry.title)
+        table.add_row(entry.id, entry.mode, str(len(entry.published)),
+                      "[green]yes[/]" if not blockers else "[yellow]no[/]")
+        if blockers:
+            why.append((entry.id, blockers))
     console.print(table)
+    for entry in entries.values():
+        console.print(f"[bold]{entry.id}[/]: {entry.title}", highlight=False)
+    for figure_id, blockers in why:
+        console.print(f"[yellow]{figure_id} cannot run here[/]: " + "; ".join(blockers), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -202,3 +202,38 @@ def wiedner_extension_verdict(verdict, table) -> dict[str, int]:
         totals["above"] += rec.others_above
         totals["below"] += rec.others_below
     return totals
+
+
+def extension_figure(table, title: str | None = None):
+    """One panel per Table III cell: the n-observation return level fitted on each repeat (95 %
+    delta interval) next to the maximum each repeat observed."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    names = list(dict.fromkeys(table["name"]))
+    cols = 4
+    rows = (len(names) + cols - 1) // cols
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[n.replace(" / ", "<br>") for n in names],
+                        horizontal_spacing=0.06, vertical_spacing=0.18)
+    for i, name in enumerate(names):
+        d = table[table["name"] == name].sort_values("fit_repeat")
+        r, c = i // cols + 1, i % cols + 1
+        x = [f"r{k}" for k in d["fit_repeat"]]
+        lvl = d["return_level_us"].to_numpy(dtype=float)
+        hi = np.nan_to_num(d["ci_high_us"].to_numpy(dtype=float) - lvl, nan=0.0)
+        lo = np.nan_to_num(lvl - d["ci_low_us"].to_numpy(dtype=float), nan=0.0)
+        fig.add_trace(go.Scatter(x=x, y=lvl, mode="markers", name="return level fitted on the repeat (95 % CI)",
+                                 legendgroup="rl", showlegend=i == 0, marker=dict(size=9, color="#0072B2"),
+                                 error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo)),
+                      row=r, col=c)
+        fig.add_trace(go.Scatter(x=x, y=d["observed_max_us"], mode="markers", name="maximum observed in the repeat",
+                                 legendgroup="max", showlegend=i == 0,
+                                 marker=dict(symbol="x", size=10, color="#D55E00")),
+                      row=r, col=c)
+        fig.update_yaxes(type="log", row=r, col=c, title_text="latency [µs]" if c == 1 else None)
+    fig.update_layout(title=title or "benchbook extension: GPD return level of the run maximum vs observed maxima",
+                      height=700, legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
+    _style(fig)
+    fig.update_layout(height=700, margin=dict(t=130),
+                      legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
+    return fig

@@ -351,3 +351,13 @@ def table3_figure(table, verdict=None):
     except ImportError:
         pass
     return fig
+
+
+def worst_series(cat) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The shipped worst-5000 files as worst_latency_scatter series: run label -> (t_s, latency_ns),
+    t = pre-DuT timestamp in seconds (the evaluator's capture-relative ns clock)."""
+    out = {}
+    for r in cat[cat["worst_path"].notna()].itertuples():
+        w = pe.read_worst(r.worst_path)
+        out[run_label(r)] = (w["prets"].to_numpy(dtype=np.float64) / 1e9, w["latency"].to_numpy(dtype=np.int64))
+    return out
