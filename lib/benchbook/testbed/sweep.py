@@ -126,10 +126,17 @@ def sweep_leftovers(log: CommandLog | None = None) -> SweepReport:
     if shutil.which("lxc-ls"):
         r = run(["lxc-ls", "-1"], check=False, log=log)
         for name in r.stdout.split():
-            if _dead(name, live):
+            if not _dead(name, live):
+                continue
+            try:  # engineer F2's container sweep also empties LXC's cgroups and waits for the monitor
+                from benchbook.testbed.lxc_dut import sweep as lxc_sweep
+
+                rep.removed.extend(lxc_sweep(prefix=name))
+            except Exception as exc:  # noqa: BLE001 - fall back to plain lxc-stop/destroy
                 run(["lxc-stop", "-k", "-n", name], check=False, log=log)
                 r2 = run(["lxc-destroy", "-n", name], check=False, log=log)
-                (rep.removed if r2.returncode == 0 else rep.errors).append(f"container {name}")
+                (rep.removed if r2.returncode == 0 else rep.errors).append(
+                    f"container {name}" + ("" if r2.returncode == 0 else f" ({exc})"))
 
     for d in benchbook_cgroups():
         if not d.exists() or not _dead(d.name, live):
