@@ -1,0 +1,329 @@
+"""Streaming capture readers: libpcap (µs/ns, both byte orders) and pcapng, plain or zstd.
+
+``open_capture(path)`` yields PacketChunks in bounded memory: the file is read in buffers of
+``buffer_bytes`` and every chunk holds at most ``chunk_packets`` packets.
+"""
+
+from __future__ import annotations
+
+import struct
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from benchbook.capture import scan
+from benchbook.capture.chunk import PacketChunk
+from benchbook.capture.errors import CaptureFormatError, CaptureWarning
+from benchbook.capture.source import ByteSource
+
+PCAP_MAGIC_US = 0xA1B2C3D4
+PCAP_MAGIC_NS = 0xA1B23C4D
+PCAPNG_SHB = 0x0A0D0D0A
+PCAPNG_BOM = 0x1A2B3C4D
+
+DEFAULT_BUFFER = 32 << 20
+
+
+class _Buffer:
+    """A window of the (decompressed) file: buf[0:fill] holds file bytes base .. base+fill."""
+
+    def __init__(self, src: ByteSource, size: int) -> None:
+        self.src = src
+        self.size = size
+        self.buf = np.empty(0, np.uint8)
+        self.pos = 0
+        self.fill = 0
+        self.base = 0
+        self.eof = False
+
+    def refill(self, need: int = 0) -> None:
+        """Start a new buffer holding the unread bytes plus as much new data as fits.
+
+        A new array each time: chunks handed out keep referring to the old one.
+        """
+        left = self.fill - self.pos
+        size = max(self.size, need, left + 1)
+        new = np.empty(size, np.uint8)
+        if left:
+            new[:left] = self.buf[self.pos : self.fill]
+        got = 0 if self.eof else self.src.read_into(new, left)
+        if left + got < size:
+            self.eof = True
+        self.base += self.pos
+        self.buf, self.pos, self.fill = new, 0, left + got
+
+    def ensure(self, n: int) -> bool:
+        """Make at least n unread bytes available if the file has them."""
+        if self.fill - self.pos >= n:
+            return True
+        if not self.eof:
+            self.refill(n)
+        return self.fill - self.pos >= n
+
+    def offset(self, p: int | None = None) -> int:
+        return self.base + (self.pos if p is None else p)
+
+
+def capture_format(path: str | Path) -> str:
+    """'pcap', 'pcapng' (after zstd decompression where needed) or raise CaptureFormatError."""
+    with ByteSource(path) as src:
+        head = np.zeros(4, np.uint8)
+        got = src.read_into(head, 0)
+    if got == 0:
+        raise CaptureFormatError(path, 0, "file is empty: expected a pcap or pcapng header")
+    magic_le = int.from_bytes(head.tobytes(), "little")
+    if magic_le in (PCAP_MAGIC_US, PCAP_MAGIC_NS) or int.from_bytes(head.tobytes(), "big") in (
+        PCAP_MAGIC_US, PCAP_MAGIC_NS,
+    ):
+        return "pcap"
+    if magic_le == PCAPNG_SHB:
+        return "pcapng"
+    raise CaptureFormatError(
+        path, 0, f"unknown magic 0x{head.tobytes().hex()}: expected a pcap (a1b2c3d4/a1b23c4d, either "
+        "byte order) or pcapng (0a0d0d0a) file, plain or zstd-compressed"
+    )
+
+
+def open_capture(
+    path: str | Path, chunk_packets: int = 1 << 20, buffer_bytes: int = DEFAULT_BUFFER
+) -> Iterator[PacketChunk]:
+    """Yield the packets of a pcap/pcapng file (optionally zstd-compressed) in chunks."""
+    if chunk_packets < 1:
+        raise ValueError("chunk_packets must be >= 1")
+    kind = capture_format(path)
+    reader = _read_pcap if kind == "pcap" else _read_pcapng
+    return reader(Path(path), chunk_packets, buffer_bytes)
+
+
+def _alloc(n: int) -> tuple[np.ndarray, ...]:
+    return (
+        np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.uint32),
+        np.empty(n, np.int64), np.empty(n, np.int64),
+    )
+
+
+def _truncated(path: Path, b: _Buffer, what: str, need: int, count: int) -> None:
+    have = b.fill - b.pos
+    warnings.warn(
+        f"{path}: truncated last {what} at byte offset {b.offset()}: it needs {need} bytes but only "
+        f"{have} remain; using the {count} complete packets before it",
+        CaptureWarning,
+        stacklevel=3,
+    )
+
+
+def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[PacketChunk]:
+    with ByteSource(path) as src:
+        b = _Buffer(src, buffer_bytes)
+        if not b.ensure(24):
+            raise CaptureFormatError(
+                path, 0, f"pcap file header is {b.fill} bytes long: expected 24 bytes"
+            )
+        hdr = b.buf[b.pos : b.pos + 24].tobytes()
+        magic = struct.unpack("<I", hdr[:4])[0]
+        big = magic not in (PCAP_MAGIC_US, PCAP_MAGIC_NS)
+        e = ">" if big else "<"
+        magic, vmaj, vmin, _zone, _sig, snaplen, linktype = struct.unpack(e + "IHHiIII", hdr)
+        ts_mult = 1 if magic == PCAP_MAGIC_NS else 1000
+        if vmaj != 2:
+            raise CaptureFormatError(path, 4, f"pcap version {vmaj}.{vmin}: expected 2.4")
+        b.pos += 24
+        max_caplen = max(snaplen, 262144)
+        index = 0
+        while True:
+            avail = b.fill - b.pos
+            n_alloc = max(1, min(chunk_packets, avail // 16 + 1))
+            ts, cap, wire, off, foff = _alloc(n_alloc)
+            pos, n, status = scan.scan_pcap(
+                b.buf, b.pos, b.fill, big, ts_mult, max_caplen, n_alloc, ts, cap, wire, off, foff, b.base
+            )
+            start = b.pos
+            b.pos = int(pos)
+            if n:
+                yield PacketChunk(
+                    ts[:n], cap[:n], wire[:n], off[:n], b.buf, index, str(path), foff[:n],
+                    linktype & 0xFFFF, snaplen,
+                )
+                index += n
+            if status == scan.BAD_LENGTH:
+                incl = struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
+                raise CaptureFormatError(
+                    path, b.offset(),
+                    f"packet record {index} claims {incl} captured bytes: expected at most "
+                    f"{max_caplen} (snap length {snaplen}); the file is corrupt or not a pcap",
+                )
+            if n == 0 or b.pos == start:
+                if b.eof:
+                    if b.fill > b.pos:
+                        need = 16
+                        if b.fill - b.pos >= 16:
+                            need = 16 + struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
+                        _truncated(path, b, "packet record", need, index)
+                    return
+                need = 16
+                if b.fill - b.pos >= 16:
+                    need = 16 + struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
+                b.refill(need)
+            elif n < n_alloc and not b.eof:
+                b.refill()
+
+
+class _Interfaces:
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.param: list[int] = []
+        self.offset: list[int] = []
+        self.snap: list[int] = []
+        self.linktype: list[int] = []
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (
+            np.array(self.kind or [0], np.int64), np.array(self.param or [1], np.int64),
+            np.array(self.offset or [0], np.int64), np.array(self.snap or [0], np.int64),
+        )
+
+
+def tsresol_conversion(tsresol: int) -> tuple[int, int]:
+    """(kind, param) turning pcapng ticks of resolution ``tsresol`` (if_tsresol byte) into ns."""
+    exp = tsresol & 0x7F
+    if tsresol & 0x80:
+        return scan.TS_POW2, exp
+    if exp <= 9:
+        return scan.TS_MUL, 10 ** (9 - exp)
+    if exp > 19:
+        raise ValueError(f"if_tsresol 10^-{exp} is beyond 64-bit range")
+    return scan.TS_DIV, 10 ** (exp - 9)
+
+
+def _parse_idb(path: Path, body: bytes, e: str, offset: int, ifs: _Interfaces) -> None:
+    if len(body) < 8:
+        raise CaptureFormatError(path, offset, "interface description block shorter than 20 bytes")
+    linktype, _res, snaplen = struct.unpack(e + "HHI", body[:8])
+    tsresol = 6
+    tsoffset = 0
+    p = 8
+    while p + 4 <= len(body):
+        code, length = struct.unpack(e + "HH", body[p : p + 4])
+        if code == 0:
+            break
+        value = body[p + 4 : p + 4 + length]
+        if code == 9 and length >= 1:
+            tsresol = value[0]
+        elif code == 14 and length >= 8:
+            tsoffset = struct.unpack(e + "q", value[:8])[0]
+        p += 4 + ((length + 3) & ~3)
+    try:
+        kind, param = tsresol_conversion(tsresol)
+    except ValueError as exc:
+        raise CaptureFormatError(path, offset, str(exc)) from None
+    ifs.kind.append(kind)
+    ifs.param.append(param)
+    ifs.offset.append(tsoffset * 1_000_000_000)
+    ifs.snap.append(snaplen)
+    ifs.linktype.append(linktype)
+
+
+def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[PacketChunk]:
+    with ByteSource(path) as src:
+        b = _Buffer(src, buffer_bytes)
+        ifs = _Interfaces()
+        big = False
+        e = "<"
+        seen_shb = False
+        index = 0
+        skipped = 0
+        simple = 0
+        last_ts = np.int64(0)
+        arrays = ifs.arrays()
+        while True:
+            if not b.ensure(12):
+                if b.fill > b.pos:
+                    _truncated(path, b, "block", 12, index)
+                break
+            btype = struct.unpack(e + "I", b.buf[b.pos : b.pos + 4].tobytes())[0]
+            if btype == PCAPNG_SHB:
+                bom = b.buf[b.pos + 8 : b.pos + 12].tobytes()
+                if struct.unpack("<I", bom)[0] == PCAPNG_BOM:
+                    big, e = False, "<"
+                elif struct.unpack(">I", bom)[0] == PCAPNG_BOM:
+                    big, e = True, ">"
+                else:
+                    raise CaptureFormatError(
+                        path, b.offset() + 8, f"section header byte-order magic 0x{bom.hex()}: expected 1a2b3c4d"
+                    )
+                blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
+                if blen < 28 or blen % 4:
+                    raise CaptureFormatError(path, b.offset() + 4, f"section header block length {blen}: expected a multiple of 4, >= 28")
+                if not b.ensure(blen):
+                    _truncated(path, b, "section header block", blen, index)
+                    break
+                seen_shb = True
+                ifs = _Interfaces()
+                arrays = ifs.arrays()
+                b.pos += blen
+                continue
+            if not seen_shb:
+                raise CaptureFormatError(path, b.offset(), "pcapng file does not start with a section header block")
+            if btype == scan.IDB_TYPE:
+                blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
+                if blen < 20 or blen % 4:
+                    raise CaptureFormatError(path, b.offset() + 4, f"interface description block length {blen}: expected a multiple of 4, >= 20")
+                if not b.ensure(blen):
+                    _truncated(path, b, "interface description block", blen, index)
+                    break
+                _parse_idb(path, b.buf[b.pos + 8 : b.pos + blen - 4].tobytes(), e, b.offset(), ifs)
+                arrays = ifs.arrays()
+                b.pos += blen
+                continue
+            avail = b.fill - b.pos
+            n_alloc = max(1, min(chunk_packets, avail // 32 + 1))
+            ts, cap, wire, off, foff = _alloc(n_alloc)
+            start = b.pos
+            pos, n, status, sk, sp, last_ts = scan.scan_pcapng(
+                b.buf, b.pos, b.fill, big, arrays[0], arrays[1], arrays[2], arrays[3], len(ifs.kind),
+                n_alloc, ts, cap, wire, off, foff, b.base, last_ts,
+            )
+            b.pos = int(pos)
+            skipped += sk
+            simple += sp
+            if n:
+                lt = ifs.linktype[0] if ifs.linktype else 1
+                yield PacketChunk(
+                    ts[:n], cap[:n], wire[:n], off[:n], b.buf, index, str(path), foff[:n], lt,
+                    ifs.snap[0] if ifs.snap else 0,
+                )
+                index += n
+            if status == scan.BAD_LENGTH:
+                blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
+                raise CaptureFormatError(
+                    path, b.offset(), f"block of type 0x{struct.unpack(e + 'I', b.buf[b.pos:b.pos+4].tobytes())[0]:08x} "
+                    f"has impossible length {blen} (or a captured length beyond it)",
+                )
+            if status == scan.BAD_INTERFACE:
+                raise CaptureFormatError(
+                    path, b.offset(), f"packet block refers to an interface that no interface description block defined ({len(ifs.kind)} defined)"
+                )
+            if status == scan.NEEDS_PYTHON:
+                continue
+            if b.pos == start:
+                # a block spans the end of the buffer
+                if b.fill - b.pos < 12:
+                    if b.eof:
+                        if b.fill > b.pos:
+                            _truncated(path, b, "block", 12, index)
+                        break
+                    b.refill(12)
+                    continue
+                blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
+                if b.eof:
+                    _truncated(path, b, "block", blen, index)
+                    break
+                b.refill(blen)
+            elif n < n_alloc and not b.eof:
+                b.refill()
+        if skipped:
+            warnings.warn(f"{path}: skipped {skipped} pcapng blocks that hold no packets (statistics, name resolution, custom or unknown types)", CaptureWarning, stacklevel=2)
+        if simple:
+            warnings.warn(f"{path}: {simple} simple packet blocks carry no timestamp; each got the previous packet's", CaptureWarning, stacklevel=2)
