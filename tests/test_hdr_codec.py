@@ -46,6 +46,31 @@ def plain_zigzag_leb128(counts: list[int]) -> bytes:
     return bytes(out)
 
 
+def plain_zigzag_decode(data: bytes, n: int) -> list[int]:
+    """Reference V2 counts decoding."""
+    counts = [0] * n
+    pos = idx = 0
+    while pos < len(data):
+        u = shift = 0
+        for k in range(9):
+            b = data[pos]
+            pos += 1
+            if k == 8:
+                u |= b << 56
+                break
+            u |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        v = (u >> 1) ^ -(u & 1)
+        if v < 0:
+            idx += -v
+        else:
+            counts[idx] = v
+            idx += 1
+    return counts
+
+
 def test_zigzag_kernel_equals_plain_reference():
     rng = np.random.default_rng(1)
     counts = rng.integers(0, 4, 5000) * rng.integers(0, 2**40, 5000)
@@ -54,6 +79,7 @@ def test_zigzag_kernel_equals_plain_reference():
     enc = hdr_codec.zigzag_encode_counts(counts)
     assert enc == plain_zigzag_leb128(counts.tolist())
     np.testing.assert_array_equal(hdr_codec.zigzag_decode_counts(enc, len(counts)), counts)
+    assert plain_zigzag_decode(enc, len(counts)) == counts.tolist()
     padded = np.concatenate([counts, np.zeros(100, dtype=np.int64)])
     assert hdr_codec.zigzag_encode_counts(padded, -1) == enc  # -1: stop at the last non-zero slot
     counts[7] = -3
