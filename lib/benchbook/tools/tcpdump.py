@@ -62,18 +62,23 @@ class Capture:
     _ready: threading.Event = field(default_factory=threading.Event)
     _reader: threading.Thread | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    _listening: bool = False
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self._lines.append(line)
             if "listening on" in line:
+                self._listening = True
                 self._ready.set()
         self._ready.set()
 
     def wait_ready(self, timeout: float = 10.0) -> None:
-        if not self._ready.wait(timeout) or self.proc.poll() is not None:
+        if not self._ready.wait(timeout) or not self._listening:
             time.sleep(0.05)
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
             raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n{''.join(self._lines).strip()}")
 
     def stop(self, timeout: float = 20.0) -> dict[str, Any]:

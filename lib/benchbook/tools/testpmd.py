@@ -20,6 +20,7 @@ BINARY = "dpdk-testpmd"
 READY_MARK = "Press enter to exit"
 _PORT_HDR = re.compile(r"-+ Forward statistics for port (\d+)\s+-+")
 _ACC_HDR = re.compile(r"\++ Accumulated forward statistics for all ports\s*\++")
+_PORTS_RE = re.compile(r"packet forwarding - ports=(\d+)")
 _KV = re.compile(r"([A-Za-z][A-Za-z-]*):\s+(\d+)")
 
 
@@ -79,12 +80,14 @@ class TestpmdProcess:
     lines: list[str] = field(default_factory=list)
     _ready: threading.Event = field(default_factory=threading.Event)
     stats: dict[str, Any] = field(default_factory=dict)
+    _forwarding: bool = False
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.append(line)
             if READY_MARK in line:
+                self._forwarding = True
                 self._ready.set()
         self._ready.set()
 
@@ -93,7 +96,7 @@ class TestpmdProcess:
         return "".join(self.lines)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        if not self._ready.wait(timeout) or self.proc.poll() is not None:
+        if not self._ready.wait(timeout) or not self._forwarding:
             time.sleep(0.1)
             raise TestpmdError(f"dpdk-testpmd did not start forwarding: {' '.join(self.argv)}\n"
                                + "".join(self.lines[-30:]))
@@ -116,5 +119,18 @@ def start_testpmd(argv: list[str], popen: Any = None, **popen_kwargs: Any) -> Te
     proc = popen(argv, what="dpdk-testpmd", **kwargs) if popen is not None else subprocess.Popen(argv, **kwargs)
     tp = TestpmdProcess(argv=argv, proc=proc)
     threading.Thread(target=tp._read, daemon=True).start()
-    tp.wait_ready()
+    try:
+        tp.wait_ready()
+    except TestpmdError:
+        tp.stop(timeout=5)
+        raise
+    # testpmd carries on with fewer ports when a vdev fails to probe: refuse that
+    expected = sum(1 for a in argv if a == "--vdev")
+    m = _PORTS_RE.search(tp.output)
+    got = int(m.group(1)) if m else None
+    if expected and got != expected:
+        problems = [ln.strip() for ln in tp.lines if "fail" in ln.lower() or "error" in ln.lower()]
+        tp.stop(timeout=5)
+        raise TestpmdError(f"dpdk-testpmd forwards on {got} port(s), expected {expected}: {' '.join(argv)}\n"
+                           + "\n".join(problems))
     return tp

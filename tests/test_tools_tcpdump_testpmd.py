@@ -1,0 +1,81 @@
+"""tcpdump (timestamper) and dpdk-testpmd (DuT) tools on real programs: counters parsed from
+their own output, clear errors when they cannot start, nothing left behind."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import require_program, require_root
+from benchbook.tools import loadgen, tcpdump, testpmd
+
+
+@pytest.fixture
+def tb():
+    require_root()
+    require_program("tcpdump")
+    from benchbook.testbed.local import LocalBackend
+
+    with LocalBackend().topology() as t:
+        yield t
+
+
+def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
+    pcap = tmp_path / "c.pcap"
+    cap = tcpdump.start_capture(tcpdump.build_argv(tb.ifname("din"), pcap, direction="in", bpf_filter="udp"),
+                                pcap, popen=lambda a, **kw: tb.popen("dut", a, **kw))
+    loadgen.run_loadgen(loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=1000, count=123), netns=tb.netns("lg"))
+    time.sleep(0.2)
+    st = cap.stop()
+    assert st["captured"] == 123 and st["received_by_filter"] == 123 and st["dropped_by_kernel"] == 0
+    assert st["exit_code"] == 0 and "--time-stamp-precision=nano" in st["argv"]
+    # the nanosecond pcap magic (0xa1b23c4d, either byte order)
+    assert pcap.read_bytes()[:4] in (bytes.fromhex("4d3cb2a1"), bytes.fromhex("a1b23c4d"))
+    assert tcpdump.parse_stats("tcpdump: listening on x\n") == {
+        "captured": None, "received_by_filter": None, "dropped_by_kernel": None, "dropped_by_interface": None}
+
+
+def test_tcpdump_bad_interface_is_a_clear_error(tb, tmp_path):
+    with pytest.raises(tcpdump.CaptureError, match="no-such-if0"):
+        tcpdump.start_capture(tcpdump.build_argv("no-such-if0", tmp_path / "x.pcap"), tmp_path / "x.pcap",
+                              popen=lambda a, **kw: tb.popen("dut", a, **kw))
+
+
+def test_testpmd_forwards_and_reports(tb):
+    require_program("dpdk-testpmd")
+    argv = testpmd.build_argv([tb.ifname("din"), tb.ifname("dout")], main_cpu=1, fwd_cpu=1,
+                              file_prefix=f"bb-{tb.token}-tp")
+    tp = testpmd.start_testpmd(argv, popen=lambda a, **kw: tb.popen("dut", a, **kw))
+    loadgen.run_loadgen(loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=2000, count=500), netns=tb.netns("lg"))
+    time.sleep(0.3)
+    st = tp.stop()
+    assert st["exit_code"] == 0
+    assert st["ports"][0]["RX-packets"] == 500 and st["ports"][1]["TX-packets"] == 500
+    assert st["total"]["RX-packets"] == 500 and st["total"]["TX-dropped"] == 0
+
+
+def test_testpmd_bad_interface_is_a_clear_error(tb):
+    require_program("dpdk-testpmd")
+    argv = testpmd.build_argv(["no-such-if0", tb.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{tb.token}-tp")
+    with pytest.raises(testpmd.TestpmdError, match=r"(?s)forwards on 1 port\(s\), expected 2.*SIOCGIFINDEX"):
+        testpmd.start_testpmd(argv, popen=lambda a, **kw: tb.popen("dut", a, **kw))
+
+
+def test_dpdk_runtime_dir_removed_after_teardown():
+    require_root()
+    require_program("dpdk-testpmd")
+    from benchbook.testbed.local import LocalBackend
+
+    with LocalBackend().topology() as t:
+        argv = testpmd.build_argv([t.ifname("din"), t.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{t.token}-tp")
+        tp = testpmd.start_testpmd(argv, popen=lambda a, **kw: t.popen("dut", a, **kw))
+        assert (Path("/var/run/dpdk") / f"bb-{t.token}-tp").is_dir()
+        tok = t.token
+    assert tp.proc.poll() is not None
+    assert not (Path("/var/run/dpdk") / f"bb-{tok}-tp").exists()
+
+
+def test_parse_forward_stats_without_output():
+    assert testpmd.parse_forward_stats("EAL: Error - exiting with code: 1\n") == {"ports": {}, "total": {}}
