@@ -183,13 +183,17 @@ class HlogFile:
         if tag is not ...:
             ivs = [iv for iv in ivs if iv.tag == tag]
         if into is None:
-            layouts = {iv.histogram.layout for iv in ivs}
+            layouts = set()
+            need = 0
+            for iv in ivs:  # one pass (lazy intervals decode once here)
+                h = iv.histogram
+                layouts.add(h.layout)
+                need = max(need, h.hdr_max())
             if len(layouts) == 1:
                 into = ivs[0].histogram.empty_like()
             elif not layouts:
                 into = HdrHistogram()
             else:
-                need = max(iv.histogram.hdr_max() for iv in ivs)
                 into = HdrHistogram(
                     1,
                     max(3_600_000_000_000, need, *(lay.highest_trackable_value for lay in layouts)),
