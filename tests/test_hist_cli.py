@@ -50,9 +50,10 @@ def interop(shared_datasets: Path) -> tuple[Path, dict]:
                                   "jHiccup-2.0.6.logV1.hlog", "jHiccup-2.0.1.logV0.hlog", "ycsb.logV1.hlog"])
 def test_hlog_json_matches_upstream_expectations(interop, name: str) -> None:
     d, expected = interop
-    # The V3 file has tagged lines too; the C reader that asserted its numbers reads every line.
+    # The upstream tests read every interval (the V3 file has tagged lines too; the C reader that
+    # asserted its numbers reads them all) and accumulate into a 3-significant-digit histogram.
     extra = ["--all-tags"] if name.endswith("logV3.hlog") else []
-    code, out, err = run(str(d / name), "--json", *extra)
+    code, out, err = run(str(d / name), "--json", "--significant-digits", "3", "--start=-inf", *extra)
     assert code == 0, err
     doc = json.loads(out)
     exp = expected[name]["all"]
@@ -69,7 +70,8 @@ def test_hlog_time_ranges_match_java_reader(interop) -> None:
     for name, key, (a, b) in [("ycsb.logV1.hlog", "range_0_180", (0, 180)),
                               ("ycsb.logV1.hlog", "range_180_700", (180, 700)),
                               ("jHiccup-2.0.7S.logV2.hlog", "range_5_20", (5, 20))]:
-        code, out, err = run(str(d / name), "--json", "--start", str(a), "--end", str(b))
+        code, out, err = run(str(d / name), "--json", "--significant-digits", "3",
+                             "--start", str(a), "--end", str(b))
         assert code == 0, err
         doc = json.loads(out)
         exp = expected[name][key]
@@ -88,7 +90,7 @@ def test_tags(interop) -> None:
     untagged = json.loads(out)
     assert "tagged A not included" in err
     _, out_a, _ = run(f, "--json", "--tag", "A")
-    _, out_all, _ = run(f, "--json", "--all-tags")
+    _, out_all, _ = run(f, "--json", "--all-tags", "--significant-digits", "3")
     tag_a, every = json.loads(out_a), json.loads(out_all)
     # The file duplicates every line with Tag=A: tag A equals the untagged data.
     assert tag_a["count"] == untagged["count"] == 16145
@@ -101,9 +103,11 @@ def test_tags(interop) -> None:
 
 def test_hlog_text_is_histogramlogprocessor_style(interop) -> None:
     d, expected = interop
-    code, out, _ = run(str(d / "jHiccup-2.0.7S.logV2.hlog"), "--unit", "ns")
+    code, out, _ = run(str(d / "jHiccup-2.0.7S.logV2.hlog"), "--unit", "ns", "--significant-digits", "3")
     assert code == 0
     lines = out.splitlines()
+    assert lines[0] == "#[StartTime: 1441812279.474 (seconds since epoch), Wed Sep 09 15:24:39 UTC 2015]"
+    lines = lines[1:]
     assert lines[0].split() == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
     assert lines[1] == ""
     rows = [ln.split() for ln in lines[2:] if ln and not ln.startswith("#")]
@@ -143,7 +147,7 @@ def test_moongen_csv_exact_json_and_summary(tmp_path: Path) -> None:
     assert twice["count"] == 2 * samples.size
     assert twice["percentiles_ns"] == doc["percentiles_ns"]
     # Text output shows the exact values (6.4 ns steps need 4 decimals in µs).
-    code, out, _ = run(str(DATA / "histogram.csv"))
+    code, out, _ = run(str(DATA / "histogram.csv"), "--unit", "us")
     assert "      2.2272 " in out and "#[Max     =      12.8000, Total count    =         1214]" in out
 
 
@@ -175,6 +179,49 @@ def test_mixed_inputs_merge_into_hdr(interop) -> None:
     assert doc["count"] == expected["jHiccup-2.0.7S.logV2.hlog"]["all"]["total_count"] + 1214
     assert doc["exact"] is False
     assert "rounded to whole ns" in err
+
+
+def _hdrhistogram_jar() -> str | None:
+    import glob
+    import os
+
+    env = os.environ.get("BENCHBOOK_HDRHISTOGRAM_JAR")
+    if env:
+        return env if Path(env).is_file() else None
+    jars = sorted(glob.glob(str(Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram/*/HdrHistogram-*.jar")))
+    return jars[-1] if jars else None
+
+
+JAVA_CASES = [
+    ("jHiccup-2.0.7S.logV2.hlog", [], []),
+    ("jHiccup-2.0.7S.logV3.hlog", [], []),
+    ("jHiccup-2.0.6.logV1.hlog", [], []),
+    ("jHiccup-2.0.1.logV0.hlog", [], []),
+    ("ycsb.logV1.hlog", [], []),
+    ("ycsb.logV1.hlog", ["-csv"], ["--csv"]),
+    ("jHiccup-2.0.7S.logV2.hlog", ["-start", "5", "-end", "20", "-outputValueUnitRatio", "1000"],
+     ["--start", "5", "--end", "20", "--unit", "us"]),
+    ("tagged-Log.logV2.hlog", ["-tag", "A", "-outputValueUnitRatio", "1"], ["--tag", "A", "--unit", "ns"]),
+]
+
+
+@pytest.mark.parametrize("name,java_args,our_args", JAVA_CASES)
+def test_text_identical_to_java_histogramlogprocessor(interop, name, java_args, our_args) -> None:
+    """The real HistogramLogProcessor (HdrHistogram's Java jar) is the oracle."""
+    import shutil
+
+    java = shutil.which("java")
+    jar = _hdrhistogram_jar()
+    if java is None or jar is None:
+        pytest.skip("needs java and the HdrHistogram jar (mvn dependency:get "
+                    "-Dartifact=org.hdrhistogram:HdrHistogram:2.2.2, or BENCHBOOK_HDRHISTOGRAM_JAR)")
+    d, _ = interop
+    ref = subprocess.run([java, "-cp", jar, "org.HdrHistogram.HistogramLogProcessor", "-i", str(d / name),
+                          *java_args], capture_output=True, text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
+    assert ref.returncode == 0, ref.stderr
+    code, out, err = run(str(d / name), *our_args)
+    assert code == 0, err
+    assert out == ref.stdout
 
 
 def test_real_cli_entry_point() -> None:

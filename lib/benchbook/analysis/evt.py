@@ -278,6 +278,14 @@ def return_level_profile_ci(data: np.ndarray, threshold: float, m: float, n_tota
 
     Needs the data: the interval is where 2 (l_max - l_p(x_m)) <= chi2_1(1 - alpha).
     """
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser probes outside the support
+        return _profile_ci(data, threshold, m, n_total, alpha, xi_bounds)
+
+
+def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
     from scipy.optimize import brentq
     from scipy.stats import chi2
 

@@ -6,8 +6,14 @@ Inputs are recognised by content: a file whose first non-blank line starts with 
 'Tag=' (or whose name ends in .hlog) is an interval log; anything else is read as MoonGen's
 `value,count` histogram. MoonGen CSVs alone merge exactly (ExactDistribution: exact percentiles,
 mean, standard deviation); as soon as an interval log is involved everything is merged into an
-HdrHistogram (3 significant digits; MoonGen values with decimals are rounded to whole ns, and
-the command says so on stderr).
+HdrHistogram (MoonGen values with decimals are rounded to whole ns, and the command says so).
+
+Interval logs are processed as HdrHistogram's HistogramLogProcessor does: untagged intervals
+(or --tag), those starting from 0 s after StartTime (or --start/--end), accumulated into a
+histogram with the layout of the first one; the text output is the processor's, character for
+character (tested against the Java tool; the StartTime date is printed in UTC).
+--significant-digits N accumulates into a fresh N-digit histogram instead (what HdrHistogram's own
+tests do with N = 3).
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from pathlib import Path
 from typing import Any, Optional
 
@@ -37,6 +45,7 @@ class LoadedHistograms:
     hdr: Any = None                   # benchbook.analysis.hdr.HdrHistogram
     moongen: Any = None               # merged MoonGenHistogram when every input is a MoonGen CSV
     decimals: int = 0                 # decimal places of the exact values
+    start_time: float | None = None   # StartTime of the first interval log
     files: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -60,17 +69,18 @@ def load_histograms(
     paths: list[Path],
     tag: str | None = None,
     all_tags: bool = False,
-    start_s: float | None = None,
-    end_s: float | None = None,
+    start_s: float = 0.0,
+    end_s: float = math.inf,
+    significant_digits: int | None = None,
 ) -> LoadedHistograms:
     """Read and merge every input (see the module docstring for the rules).
 
     Interval logs: by default every untagged interval histogram (HistogramLogProcessor's
     default); `tag` selects one tag, `all_tags` every interval. `start_s`/`end_s` select by
     start time relative to the log's StartTime as HistogramLogReader.nextIntervalHistogram does
-    (None: no limit, so intervals stamped before StartTime are kept too). The intervals are
-    accumulated into one HdrHistogram with at least 3 significant digits, as HdrHistogram's
-    tools accumulate."""
+    (HistogramLogProcessor's defaults 0 and infinity; -inf keeps intervals stamped before
+    StartTime). The intervals are accumulated into a histogram with the first one's layout, as
+    HistogramLogProcessor does, or with `significant_digits` digits when given."""
     from benchbook.analysis.hdr import HdrHistogram
     from benchbook.analysis.hlog import HlogFormatError, read_hlog
     from benchbook.tools.moongen import MoonGenFormatError, read_moongen_histogram
@@ -85,23 +95,28 @@ def load_histograms(
             if is_interval_log(p):
                 log = read_hlog(p)
                 want = ... if all_tags else tag
-                ranged = start_s is not None or end_s is not None
-                if ranged:
-                    ivs = log.select(-math.inf if start_s is None else start_s,
-                                     math.inf if end_s is None else end_s, tag=want)
-                else:
-                    ivs = [iv for iv in log.intervals if want is ... or iv.tag == want]
+                ivs = log.select(start_s, end_s, tag=want)
+                tagged_ok = [iv for iv in log.intervals if want is ... or iv.tag == want]
                 skipped = sorted({str(iv.tag) for iv in log.intervals if want is not ... and iv.tag != want})
                 if skipped and ivs:
                     out.notes.append(f"{p}: interval histograms tagged {', '.join(skipped)} not included "
                                      f"(--tag NAME or --all-tags to include them)")
+                if ivs and len(tagged_ok) > len(ivs):
+                    out.notes.append(f"{p}: {len(tagged_ok) - len(ivs)} interval histogram(s) starting outside "
+                                     f"{start_s} s .. {end_s} s after StartTime not included (--start=-inf "
+                                     f"keeps those stamped before StartTime)")
                 if not ivs and log.intervals:
                     tags = sorted({str(t) for t in log.tags()})
-                    which = "in the time range" if ranged else (
-                        f"with tag {tag!r}" if tag is not None else "without a tag")
+                    if tagged_ok:
+                        raise HistInputError(
+                            f"{p}: no interval histograms start between {start_s} s and {end_s} s after "
+                            f"StartTime (--start/--end; --start=-inf keeps intervals stamped before it)")
+                    which = f"with tag {tag!r}" if tag is not None else "without a tag"
                     raise HistInputError(
                         f"{p}: no interval histograms {which} (tags present: {', '.join(tags)}; "
                         f"use --tag NAME or --all-tags)")
+                if out.start_time is None:
+                    out.start_time = log.start_time
                 logs.append((p, log, ivs))
                 out.files.append({"path": str(p), "kind": "hlog", "intervals": len(ivs),
                                   "count": sum(iv.histogram.total_count for iv in ivs)})
@@ -120,12 +135,22 @@ def load_histograms(
         out.exact = mg.to_distribution()
         return out
     layouts = [iv.histogram for _p, _log, ivs in logs for iv in ivs]
-    hdr = HdrHistogram(
-        1,
-        max([3_600_000_000_000] + [h.highest_trackable_value for h in layouts]
-            + [h.hdr_max() for h in layouts if h.total_count]),
-        max([3] + [h.significant_figures for h in layouts]),
-    )
+    if significant_digits is None and layouts:
+        # HistogramLogProcessor: a copy of the first interval's layout, auto-resized (as Java's
+        # decoded histograms are) when later intervals hold larger values.
+        first = layouts[0]
+        need = max([h.hdr_max() for h in layouts if h.total_count], default=0)
+        if need > first.highest_trackable_value:
+            hdr = HdrHistogram(first.lowest_discernible_value, need, first.significant_figures)
+        else:
+            hdr = first.empty_like()
+    else:
+        hdr = HdrHistogram(
+            1,
+            max([3_600_000_000_000] + [h.highest_trackable_value for h in layouts]
+                + [h.hdr_max() for h in layouts if h.total_count]),
+            significant_digits or 3,
+        )
     for _p, log, ivs in logs:
         log.merged(ivs, into=hdr)
     if mg is not None and mg.count:
@@ -196,17 +221,83 @@ def summary_json(h: LoadedHistograms) -> dict[str, Any]:
     return doc
 
 
-def percentile_text(h: LoadedHistograms, unit: str = "us", ticks_per_half: int = 5, csv: bool = False) -> str:
+def java_fixed(x: float, decimals: int) -> str:
+    """Java's String.format("%.Nf", x): the shortest decimal that identifies the double, rounded
+    half-up (C and Python round the exact binary value half-even, which differs on ties)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    with localcontext() as ctx:
+        ctx.prec = 80
+        q = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{q:f}"
+
+
+def processor_text(
+    ladder,
+    *,
+    decimals: int,
+    mean: float,
+    stddev: float,
+    max_value: float,
+    total: int,
+    value_scale: float,
+    csv: bool = False,
+    buckets: tuple[int, int] | None = None,
+    start_time: float | None = None,
+) -> str:
+    """A percentile ladder (percentile level 0..100, value, count) as HistogramLogProcessor prints
+    it (outputPercentileDistribution), including the StartTime line of the log."""
+    out: list[str] = []
+    if start_time is not None:
+        stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(start_time))
+        out.append(f"#[StartTime: {java_fixed(start_time, 3)} (seconds since epoch), {stamp}]\n")
+    if csv:
+        out.append('"Value","Percentile","TotalCount","1/(1-Percentile)"\n')
+    else:
+        out.append("%12s %14s %10s %14s\n\n" % ("Value", "Percentile", "TotalCount", "1/(1-Percentile)"))
+    for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(),
+                                   ladder["count"].tolist()):
+        v = java_fixed(value / value_scale, decimals)
+        p = java_fixed(level / 100.0, 12)
+        last = level == 100.0
+        inv = "Infinity" if last else java_fixed(1.0 / (1.0 - (level / 100.0)), 2)
+        if csv:
+            out.append(f"{v},{p},{int(count)},{inv}\n")
+        elif last:
+            out.append(f"{v:>12} {p:>2} {int(count):>10}\n")
+        else:
+            out.append(f"{v:>12} {p:>2} {int(count):>10} {inv:>14}\n")
+    if not csv:
+        out.append(f"#[Mean    = {java_fixed(mean / value_scale, decimals):>12}, "
+                   f"StdDeviation   = {java_fixed(stddev / value_scale, decimals):>12}]\n")
+        out.append(f"#[Max     = {java_fixed(max_value / value_scale, decimals):>12}, "
+                   f"Total count    = {total:>12}]\n")
+        if buckets is not None:
+            out.append(f"#[Buckets = {buckets[0]:>12}, SubBuckets     = {buckets[1]:>12}]\n")
+    return "".join(out)
+
+
+def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int = 5, csv: bool = False) -> str:
+    """HistogramLogProcessor's text for the merged inputs (values divided by the unit)."""
     scale = _UNITS[unit]
     if h.is_exact:
-        if h.exact.count == 0:
+        d = h.exact
+        if d.count == 0:
             return "# empty histogram: no samples\n"
         digits = h.decimals + round(math.log10(scale))
-        return h.exact.percentile_distribution(ticks_per_half, value_scale=scale, csv=csv,
-                                               value_decimals=max(3, digits))
-    if h.hdr.total_count == 0:
+        return processor_text(d.percentile_ladder(ticks_per_half), decimals=max(3, digits), mean=d.mean,
+                              stddev=d.stddev, max_value=float(d.max), total=d.count, value_scale=scale,
+                              csv=csv, start_time=None)
+    d = h.hdr
+    if d.total_count == 0:
         return "# empty histogram: no samples\n"
-    return h.hdr.percentile_distribution(ticks_per_half, value_scale=scale, csv=csv)
+    return processor_text(d.percentile_ladder(ticks_per_half), decimals=d.significant_figures,
+                          mean=d.hdr_mean(), stddev=d.hdr_stddev(), max_value=float(d.hdr_max()),
+                          total=d.total_count, value_scale=scale, csv=csv,
+                          buckets=(d.layout.bucket_count, d.layout.sub_bucket_count),
+                          start_time=h.start_time)
 
 
 def hist(
@@ -215,14 +306,19 @@ def hist(
                                  "percentiles 50..99.999 in ns as JSON (exact for MoonGen CSVs)."),
     moongen_summary: bool = typer.Option(False, "--moongen-summary", help="Print MoonGen's own summary line "
                                          "(Samples, Average, StdDev (sample), Quartiles) for MoonGen CSVs."),
-    unit: str = typer.Option("us", "--unit", help="Unit of the printed values: ns, us, ms or s."),
+    unit: str = typer.Option("ms", "--unit", help="Unit of the printed values: ns, us, ms (default, as "
+                             "HistogramLogProcessor) or s; inputs are in ns."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Only interval histograms with this tag "
                                       "(default: untagged ones, as HistogramLogProcessor)."),
     all_tags: bool = typer.Option(False, "--all-tags", help="Merge interval histograms of every tag."),
-    start: Optional[float] = typer.Option(None, "--start", help="Skip intervals starting before this many "
-                                          "seconds after the log's StartTime."),
-    end: Optional[float] = typer.Option(None, "--end", help="Stop at the first interval starting after "
-                                        "this many seconds after StartTime."),
+    start: float = typer.Option(0.0, "--start", help="Skip intervals starting before this many seconds after "
+                                "the log's StartTime (--start=-inf keeps all)."),
+    end: float = typer.Option(math.inf, "--end", help="Stop at the first interval starting after this many "
+                              "seconds after StartTime."),
+    significant_digits: Optional[int] = typer.Option(None, "--significant-digits", min=1, max=5,
+                                                     help="Accumulate interval logs into a histogram with this "
+                                                     "many significant digits (default: the first interval's "
+                                                     "layout, as HistogramLogProcessor)."),
     ticks_per_half: int = typer.Option(5, "--ticks-per-half", help="Percentile ticks per half distance."),
     csv: bool = typer.Option(False, "--csv", help="Percentile distribution as CSV."),
 ) -> None:
@@ -231,7 +327,8 @@ def hist(
         typer.echo(f"benchbook hist: --unit must be one of {', '.join(_UNITS)}, not {unit!r}", err=True)
         raise typer.Exit(2)
     try:
-        loaded = load_histograms(list(files), tag=tag, all_tags=all_tags, start_s=start, end_s=end)
+        loaded = load_histograms(list(files), tag=tag, all_tags=all_tags, start_s=start, end_s=end,
+                                 significant_digits=significant_digits)
     except HistInputError as exc:
         typer.echo(f"benchbook hist: error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -71,7 +71,11 @@ def reproduce_entry(entry, figures_dir: Path, runs_dir: Path | None, overrides: 
         params["dataset_dir"] = str(folder.resolve())
     params.update(overrides)
     console.print(f"[bold]{entry.id}[/]: executing {entry.notebook} ...")
-    run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
+    try:
+        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
+    except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
+        result.update(outcome="failed", detail=f"could not run {entry.notebook}: {type(exc).__name__}: {exc}")
+        return result
     result["run_dir"] = str(run.run_dir)
     vpath = run.run_dir / VERDICT_FILE
     verdict = None
