@@ -1,0 +1,242 @@
+"""Per-packet latency from a pre-DuT and a post-DuT capture.
+
+Packets are matched by (a) an explicit packet id at a given frame offset and width (``IdKey``), or
+(b) the MoonSniff/pos content key (``ContentKey``): frame bytes 12-64 with the IPv4 header checksum
+and the UDP/TCP checksum zeroed. As in the pos evaluators' SQL, a pre key occurring more than once is
+dropped (here: more than once while it can still be matched), latency = t_post - t_pre is kept when
+0 < latency < max_latency_ns, and the first post copy of a packet is the match (later copies
+within the latency window count as duplicates, copies arriving later as unmatched post).
+
+Counts: pre = matched + lost + pre_duplicates + unkeyed_pre; post = matched + duplicates +
+unmatched_post (unmatched_post includes unkeyed_post, ambiguous_post and out_of_range_post).
+reordered = matched post packets whose pre packet came before the latest pre packet matched so far.
+
+Both captures are streamed in merged time order through a bounded window of waiting pre packets
+(``window_packets``), so memory does not grow with capture size; ``counts["reorder_window"]`` reports
+the deepest window a match needed (in pre packets) and ``counts["window_evicted"]`` how many pre
+packets had to leave the window before their time was up (if > 0, raise window_packets).
+
+Per-packet rows: ``id`` (the packet id in IdKey mode; the 0-based index of the packet in the pre
+capture in ContentKey mode), ``t_pre_ns``, ``t_post_ns``, ``latency_ns``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from benchbook.analysis import match_kernel as mk
+from benchbook.capture import CaptureFormatError, open_capture
+from benchbook.capture.chunk import PacketChunk
+
+DEFAULT_MAX_LATENCY_NS = 5_000_000_000
+DEFAULT_WINDOW = 1 << 18
+OUT_BATCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class IdKey:
+    """Packet id: ``width`` bytes (1..8) at frame ``offset``, in ``byteorder``."""
+
+    offset: int
+    width: int = 8
+    byteorder: str = "little"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.width <= 8:
+            raise ValueError(f"id width {self.width}: expected 1..8 bytes")
+        if self.offset < 0:
+            raise ValueError(f"id offset {self.offset}: expected >= 0")
+        if self.byteorder not in ("little", "big"):
+            raise ValueError("byteorder must be 'little' or 'big'")
+
+    def describe(self) -> str:
+        return f"id: {self.width} bytes at offset {self.offset} ({self.byteorder}-endian)"
+
+
+@dataclass(frozen=True)
+class ContentKey:
+    """MoonSniff/pos content key: frame bytes [start, end) with checksums zeroed."""
+
+    start: int = 12
+    end: int = 64
+
+    def describe(self) -> str:
+        return f"content: bytes {self.start}-{self.end} with IPv4/UDP/TCP checksums zeroed"
+
+
+Key = IdKey | ContentKey
+BatchCallback = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+
+
+@dataclass
+class LatencyResult:
+    latency_ns: np.ndarray | None
+    t_pre_ns: np.ndarray | None
+    t_post_ns: np.ndarray | None
+    id: np.ndarray | None
+    counts: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+    key: str = ""
+    parquet: Path | None = None
+
+
+class _KeyedStream:
+    """One capture's chunks with their keys, handed out as flat arrays."""
+
+    def __init__(self, path: Path, key: Key, chunk_packets: int) -> None:
+        self.path = path
+        self.key = key
+        self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets)
+        self.done = False
+        self.t = np.zeros(0, np.int64)
+        self.hi = np.zeros(0, np.uint64)
+        self.lo = np.zeros(0, np.uint64)
+        self.ok = np.zeros(0, np.bool_)
+        self.base = 0
+        self.pos = 0
+        self.first_unkeyed: int | None = None
+        self.checked_snaplen = False
+
+    def next(self) -> None:
+        try:
+            ch = next(self.it)
+        except StopIteration:
+            self.done = True
+            self.t = self.t[:0]
+            self.base += self.pos
+            self.pos = 0
+            return
+        n = len(ch)
+        hi = np.empty(n, np.uint64)
+        lo = np.empty(n, np.uint64)
+        ok = np.empty(n, np.bool_)
+        if isinstance(self.key, IdKey):
+            k = self.key
+            if not self.checked_snaplen:
+                self.checked_snaplen = True
+                if 0 < ch.snaplen < k.offset + k.width:
+                    raise CaptureFormatError(
+                        self.path, 16 if ch.snaplen else 0,
+                        f"snap length {ch.snaplen} is shorter than the packet id field (bytes "
+                        f"{k.offset}..{k.offset + k.width - 1}): no packet can carry its id",
+                    )
+            mk.id_keys(ch.data, ch.offsets, ch.caplen, k.offset, k.width, k.byteorder == "big", hi, lo, ok)
+        else:
+            mk.content_keys(ch.data, ch.offsets, ch.caplen, self.key.start, self.key.end, hi, lo, ok)
+        if self.first_unkeyed is None and not ok.all():
+            bad = int(np.argmin(ok))
+            self.first_unkeyed = int(ch.file_offsets[bad])
+            self.first_unkeyed_len = int(ch.caplen[bad])
+        self.base = ch.first_index
+        self.pos = 0
+        self.t, self.hi, self.lo, self.ok = ch.ts_ns, hi, lo, ok
+
+
+def match_captures(
+    pre: str | Path,
+    post: str | Path,
+    key: Key = IdKey(offset=42),
+    max_latency_ns: int = DEFAULT_MAX_LATENCY_NS,
+    out_parquet: str | Path | None = None,
+    window_packets: int = DEFAULT_WINDOW,
+    keep_arrays: bool = True,
+    on_batch: BatchCallback | None = None,
+    chunk_packets: int = 1 << 20,
+) -> LatencyResult:
+    """Match two captures; see the module docstring for the rules.
+
+    keep_arrays=False keeps no per-packet arrays in memory (use out_parquet and/or on_batch, which
+    receives (id, t_pre_ns, t_post_ns, latency_ns) for every batch of matches in arrival order).
+    """
+    pre, post = Path(pre), Path(post)
+    a = _KeyedStream(pre, key, chunk_packets)
+    b = _KeyedStream(post, key, chunk_packets)
+    st = mk.new_state(window_packets)
+    c = st["c"]
+    cap = OUT_BATCH
+    out = (np.empty(cap, np.uint64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
+    kept: list[tuple[np.ndarray, ...]] = []
+    writer = None
+    if out_parquet is not None:
+        from benchbook.analysis.latency_table import LatencyParquetWriter
+
+        writer = LatencyParquetWriter(Path(out_parquet))
+    id_from_key = isinstance(key, IdKey)
+    try:
+        while True:
+            if a.pos >= len(a.t) and not a.done:
+                a.next()
+                continue
+            if b.pos >= len(b.t) and not b.done:
+                b.next()
+                continue
+            i, j, n = mk.match_step(
+                st["t_hi"], st["t_lo"], st["t_seq"], st["r_hi"], st["r_lo"], st["r_t"], st["r_idx"],
+                st["r_state"], c,
+                a.t, a.hi, a.lo, a.ok, a.base, a.pos, a.done,
+                b.t, b.hi, b.lo, b.ok, b.pos, b.done,
+                max_latency_ns, id_from_key, *out,
+            )
+            a.pos, b.pos = int(i), int(j)
+            if n:
+                batch = tuple(x[:n].copy() for x in out)
+                if writer is not None:
+                    writer.write(*batch)
+                if on_batch is not None:
+                    on_batch(*batch)
+                if keep_arrays:
+                    kept.append(batch)
+            if a.done and b.done and a.pos >= len(a.t) and b.pos >= len(b.t):
+                break
+        mk.finish(st["t_hi"], st["t_lo"], st["t_seq"], st["r_hi"], st["r_lo"], st["r_state"], c, id_from_key)
+    finally:
+        if writer is not None:
+            writer.close()
+    counts = {name: int(c[idx]) for name, idx in mk.COUNTER_NAMES.items()}
+    counts["backwards_timestamps"] = counts["backwards_timestamps_pre"] + counts["backwards_timestamps_post"]
+    counts["window_limit"] = window_packets
+    counts["max_latency_ns"] = int(max_latency_ns)
+    msgs = _warnings(pre, post, a, b, counts, key)
+    for m in msgs:
+        warnings.warn(m, stacklevel=2)
+    if keep_arrays:
+        cols = [np.concatenate([k[x] for k in kept]) if kept else np.zeros(0, np.int64) for x in range(4)]
+        ids = cols[0].astype(np.uint64, copy=False)
+        res = LatencyResult(cols[3], cols[1], cols[2], ids, counts, msgs, key.describe())
+    else:
+        res = LatencyResult(None, None, None, None, counts, msgs, key.describe())
+    res.parquet = Path(out_parquet) if out_parquet is not None else None
+    return res
+
+
+def _warnings(pre: Path, post: Path, a: _KeyedStream, b: _KeyedStream, counts: dict, key: Key) -> list[str]:
+    msgs = []
+    for side, path in (("pre", pre), ("post", post)):
+        if counts[side] == 0:
+            msgs.append(f"{path}: the {side} capture holds no packets (nothing after its file header)")
+    for side, path, s in (("pre", pre, a), ("post", post, b)):
+        n = counts[f"unkeyed_{side}"]
+        if n:
+            need = (f"offset {key.offset} + width {key.width}" if isinstance(key, IdKey)
+                    else f"more than {key.start} bytes")
+            msgs.append(
+                f"{path}: {n} {side} packets are too short to carry the key ({need}); the first is the "
+                f"record at byte offset {s.first_unkeyed} with {s.first_unkeyed_len} captured bytes"
+            )
+        back = counts[f"backwards_timestamps_{side}"]
+        if back:
+            msgs.append(f"{path}: timestamps go backwards {back} times in the {side} capture")
+    if counts["window_evicted"]:
+        msgs.append(
+            f"{counts['window_evicted']} pre packets left the matching window ({counts['window_limit']} "
+            "packets) unmatched before max latency had passed; a later copy would count as unmatched "
+            "post: raise window_packets"
+        )
+    if counts["pre_duplicates"]:
+        msgs.append(f"{counts['pre_duplicates']} pre packets share a key with another waiting pre packet and were dropped")
+    return msgs

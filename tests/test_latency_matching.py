@@ -1,0 +1,193 @@
+"""Latency matching against an independent dict-based computation and the generator's truth."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+
+import numpy as np
+import pytest
+
+from benchbook.analysis.latency import ContentKey, IdKey, match_captures
+from benchbook.analysis.latency_table import read_latencies
+from benchbook.capture import CaptureFormatError, write_pcap
+from benchbook.capture.synth import LatencyModel, make_capture_pair
+from capture_reference import read_reference
+
+
+def content_key(frame: bytes) -> bytes:
+    """Bytes 12-64 with the IPv4 header checksum and UDP/TCP checksum zeroed (plain Python)."""
+    f = bytearray(frame[:64])
+    if len(f) >= 34 and f[12:14] == b"\x08\x00":
+        f[24:26] = b"\0\0"
+        ihl = (f[14] & 0xF) * 4
+        cs = {17: 14 + ihl + 6, 6: 14 + ihl + 16}.get(f[23])
+        if cs is not None:
+            f[cs : cs + 2] = b"\0\0"
+    return bytes(f[12:])
+
+
+def reference_match(pre_path, post_path, mode: str, max_lat: int = 5_000_000_000, offset: int = 42):
+    """Independent computation: pre keys occurring more than once dropped; join; 0 < lat < max;
+    the first post copy (in capture order) matches, later copies within the latency window are
+    duplicates, copies outside it unmatched."""
+    pre = read_reference(pre_path)
+    post = read_reference(post_path)
+
+    def key(fr):
+        if mode == "id":
+            return struct.unpack("<Q", fr[offset : offset + 8])[0]
+        return content_key(fr)
+
+    seen: dict = {}
+    for idx, (t, _c, _w, fr) in enumerate(pre):
+        k = key(fr)
+        seen.setdefault(k, []).append((t, idx))
+    unique = {k: v[0] for k, v in seen.items() if len(v) == 1}
+    pre_dups = sum(len(v) for v in seen.values() if len(v) > 1)
+    matched_keys = set()
+    rows = []
+    dup = unmatched = reordered = 0
+    max_idx = -1
+    pre_t = np.array([r[0] for r in pre])
+    depth = 0
+    for t, _c, _w, fr in post:
+        k = key(fr)
+        if k not in unique:
+            unmatched += 1
+            continue
+        tp, idx = unique[k]
+        lat = t - tp
+        if not 0 < lat < max_lat:  # copies outside the latency window match nothing
+            unmatched += 1
+            continue
+        if k in matched_keys:
+            dup += 1
+            continue
+        matched_keys.add(k)
+        if idx < max_idx:
+            reordered += 1
+        max_idx = max(max_idx, idx)
+        depth = max(depth, int(np.searchsorted(pre_t, t, "left")) - idx)
+        rows.append((k if mode == "id" else idx, tp, t, lat))
+    counts = dict(pre=len(pre), post=len(post), matched=len(rows), lost=len(pre) - pre_dups - len(rows),
+                  duplicates=dup, unmatched_post=unmatched, reordered=reordered, pre_duplicates=pre_dups)
+    return rows, counts, depth
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pair")
+    truth = make_capture_pair(
+        d / "pre.pcap", d / "post.pcap", 20_000, rate_pps=2e6,
+        latency=LatencyModel(base_ns=3000, tail_mean_ns=800, spike_prob=0.002, spike_ns=50_000),
+        loss=0.02, duplicate=0.01, reorder=0.01, foreign_post=17, post_mac_rewrite=True, seed=7,
+        chunk=3000,
+    )
+    return d, truth
+
+
+COUNT_KEYS = ("pre", "post", "matched", "lost", "duplicates", "unmatched_post", "reordered")
+
+
+@pytest.mark.parametrize("mode", ["id", "content"])
+def test_matching_equals_independent_computation_and_truth(pair, mode, tmp_path):
+    d, truth = pair
+    key = IdKey(offset=42) if mode == "id" else ContentKey()
+    res = match_captures(d / "pre.pcap", d / "post.pcap", key, out_parquet=tmp_path / "l.parquet", chunk_packets=1500)
+    rows, ref, depth = reference_match(d / "pre.pcap", d / "post.pcap", mode)
+    assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+    got = list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist()))
+    assert got == rows
+    # the generator's truth
+    assert {k: res.counts[k] for k in COUNT_KEYS} == truth.counts()
+    assert truth.lost > 300 and truth.duplicates > 100 and truth.reordered > 100
+    if mode == "id":
+        delivered = truth.latency_ns >= 0
+        want = dict(zip(truth.id[delivered].tolist(), truth.latency_ns[delivered].tolist()))
+        assert dict(zip(res.id.tolist(), res.latency_ns.tolist())) == want
+    else:  # ids are pre indices
+        assert np.array_equal(res.latency_ns, truth.latency_ns[res.id.astype(np.int64)])
+    exact = np.sort(truth.latency_ns[truth.latency_ns >= 0])
+    assert np.array_equal(np.sort(res.latency_ns), exact)
+    assert res.counts["reorder_window"] == depth
+    assert res.counts["window_evicted"] == 0
+    assert res.counts["backwards_timestamps"] == 0
+    table = read_latencies(tmp_path / "l.parquet")
+    assert table["id"].dtype == np.uint64 and table["latency_ns"].dtype == np.int64
+    assert np.array_equal(table["latency_ns"], res.latency_ns)
+    assert np.array_equal(table["t_pre_ns"], res.t_pre_ns)
+
+
+def test_max_latency_and_small_window(pair):
+    d, truth = pair
+    lat = truth.latency_ns[truth.latency_ns >= 0]
+    cap = int(np.percentile(lat, 99.5))
+    res = match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), max_latency_ns=cap)
+    rows, ref, _ = reference_match(d / "pre.pcap", d / "post.pcap", "id", max_lat=cap)
+    assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+    assert res.latency_ns.max() < cap and res.counts["matched"] < truth.matched
+    # a window smaller than the reordering depth loses matches, and says so
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        small = match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), window_packets=16)
+    assert small.counts["window_evicted"] > 0
+    assert small.counts["matched"] < truth.matched
+    assert small.counts["matched"] + small.counts["lost"] + small.counts["pre_duplicates"] == small.counts["pre"]
+    assert any("raise window_packets" in str(x.message) for x in w)
+
+
+def test_pre_duplicate_keys_are_dropped(tmp_path):
+    rows = read_reference(make_pair_small(tmp_path))
+    frames = [r[3] for r in rows]
+    ts = np.array([r[0] for r in rows], np.int64)
+    # pre: packet 5 sent twice (same content), post: every packet once, 10 us later
+    pre_frames = frames[:6] + [frames[5]] + frames[6:]
+    pre_ts = np.sort(np.concatenate([ts, [ts[5] + 1]]))
+    write_pcap(tmp_path / "dpre.pcap", pre_ts, pre_frames)
+    write_pcap(tmp_path / "dpost.pcap", ts + 10_000, frames)
+    for mode, key in (("content", ContentKey()), ("id", IdKey(42))):
+        with pytest.warns(UserWarning, match="share a key"):
+            res = match_captures(tmp_path / "dpre.pcap", tmp_path / "dpost.pcap", key)
+        _, ref, _ = reference_match(tmp_path / "dpre.pcap", tmp_path / "dpost.pcap", mode)
+        assert res.counts["pre_duplicates"] == ref["pre_duplicates"] == 2
+        assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+        assert res.counts["matched"] == len(frames) - 1
+
+
+def make_pair_small(d):
+    make_capture_pair(d / "spre.pcap", d / "spost.pcap", 50, rate_pps=1e5, seed=1)
+    return d / "spre.pcap"
+
+
+def test_backwards_timestamps_counted(tmp_path):
+    rows = read_reference(make_pair_small(tmp_path))
+    frames = [r[3] for r in rows]
+    ts = np.array([r[0] for r in rows], np.int64)
+    post_ts = ts + 5_000
+    post_ts[[10, 30]] -= 30_000  # two timestamps step back
+    write_pcap(tmp_path / "bpost.pcap", post_ts, frames)
+    with pytest.warns(UserWarning, match=r"bpost\.pcap: timestamps go backwards 2 times in the post capture"):
+        res = match_captures(tmp_path / "spre.pcap", tmp_path / "bpost.pcap", IdKey(42))
+    assert res.counts["backwards_timestamps_post"] == 2
+    assert res.counts["backwards_timestamps"] == 2
+    assert res.counts["backwards_timestamps_pre"] == 0
+
+
+def test_snaplen_shorter_than_id_and_empty_capture(tmp_path):
+    rows = read_reference(make_pair_small(tmp_path))
+    frames = [r[3][:40] for r in rows]
+    ts = np.array([r[0] for r in rows], np.int64)
+    write_pcap(tmp_path / "short.pcap", ts, frames, snaplen=40)
+    with pytest.raises(CaptureFormatError, match=r"short\.pcap: at byte offset 16: snap length 40 is shorter than the packet id field \(bytes 42\.\.49\)"):
+        match_captures(tmp_path / "short.pcap", tmp_path / "spost.pcap", IdKey(42))
+    # snap length large enough in the header, but some packets cut short: counted, first one named
+    mixed = [r[3] if i % 10 else r[3][:30] for i, r in enumerate(rows)]
+    write_pcap(tmp_path / "mixed.pcap", ts, mixed)
+    with pytest.warns(UserWarning, match=r"mixed\.pcap: 5 pre packets are too short .* byte offset 24 with 30 captured bytes"):
+        res = match_captures(tmp_path / "mixed.pcap", tmp_path / "spost.pcap", IdKey(42))
+    assert res.counts["unkeyed_pre"] == 5 and res.counts["matched"] == 45
+    write_pcap(tmp_path / "empty.pcap", np.zeros(0, np.int64), [])
+    with pytest.warns(UserWarning, match=r"empty\.pcap: the pre capture holds no packets"):
+        res = match_captures(tmp_path / "empty.pcap", tmp_path / "spost.pcap", IdKey(42))
+    assert res.counts["matched"] == 0 and res.counts["unmatched_post"] == 50
