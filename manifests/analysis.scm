@@ -22,7 +22,8 @@
     ;; figures
     "python-plotly"
     ;; notebooks
-    "python-nbclient@0.5.3"
+    "python-nbclient@0.10.0"
+    "python-papermill@2.6.0"
     "python-nbformat"
     "python-ipykernel"
     "jupyter"
@@ -30,4 +31,5 @@
     "python-rich"
     "python-tqdm"
     "python-jsonschema"
-    "python-pytest"))
+    "python-pytest"
+    "python-pytest-timeout"))

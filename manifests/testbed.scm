@@ -16,7 +16,8 @@
     "python-scipy"
     "python-zstandard"
     "python-plotly"
-    "python-nbclient@0.5.3"
+    "python-nbclient@0.10.0"
+    "python-papermill@2.6.0"
     "python-nbformat"
     "python-ipykernel"
     "jupyter"
@@ -24,6 +25,7 @@
     "python-tqdm"
     "python-jsonschema"
     "python-pytest"
+    "python-pytest-timeout"
     ;; testbed programs
     "iproute"
     "ethtool"

@@ -13,7 +13,7 @@ import pytest
 from benchbook.experiment.record import RunRecordError, read_record, validate_record, write_record
 from benchbook.experiment.runner import run_notebook
 from benchbook.provenance.checksums import sha256_file
-from benchbook.provenance.environment import LOCK_FILE
+from benchbook.provenance.environment import CHANNELS_FILE, LOCK_FILE
 
 NOTEBOOK = Path(__file__).parent / "data" / "sweep_point.ipynb"
 
@@ -70,7 +70,7 @@ def test_complete_run_record(complete_run):
     for o in rec["outputs"]:
         assert sha256_file(result.run_dir / o["path"]) == o["sha256"], o["path"]
     assert rec["environment_files"]["manifest_source"] == "analysis.scm"
-    assert (result.run_dir / "channels.scm").read_text().count("0d2371d215c81c97b92d697330a561c91c2062c4") == 1
+    assert (result.run_dir / "channels.scm").read_text() == CHANNELS_FILE.read_text()
 
 
 def test_failed_run_keeps_raw_data(tmp_path):

@@ -86,7 +86,7 @@ def test_env_check_passes_on_the_repository():
     rep = check_environment(REPO_ROOT, running=True)
     assert rep.ok, rep.problems
     assert rep.checked["numpy"]["lock"] == rep.checked["numpy"]["conda"]
-    assert rep.checked["nbclient"]["guix"] == "0.5.3"
+    assert rep.checked["nbclient"]["guix"] == "0.10.0"
 
 
 def _copy_env(tmp: Path) -> Path:
@@ -109,9 +109,9 @@ def _edit(path: Path, old: str, new: str) -> None:
 def test_env_check_names_the_package_whose_pin_differs(tmp_path):
     root = _copy_env(tmp_path)
     assert check_files(root).ok
-    _edit(root / "manifests" / "analysis.scm", '"python-nbclient@0.5.3"', '"python-nbclient@0.5.4"')
+    _edit(root / "manifests" / "analysis.scm", '"python-nbclient@0.10.0"', '"python-nbclient@0.10.1"')
     rep = check_files(root)
-    assert any(p.startswith("nbclient:") and "0.5.4" in p for p in rep.problems), rep.problems
+    assert any(p.startswith("nbclient:") and "0.10.1" in p for p in rep.problems), rep.problems
     # the testbed manifest must agree with the analysis one
     assert any(p.startswith("nbclient:") and "testbed.scm" in p for p in rep.problems), rep.problems
     # and through the command line, exit code 1 naming the package
@@ -131,6 +131,11 @@ def test_env_check_conda_pin_and_undocumented_and_stale_exceptions(tmp_path):
     rep = check_files(root)
     assert any(p.startswith("typer:") and "lists no guix exception" in p for p in rep.problems), rep.problems
     assert any(p.startswith("typerx:") and "no longer applies" in p for p in rep.problems), rep.problems
+    root = _copy_env(tmp_path / "d")
+    _edit(root / "manifests" / "testbed.scm", '"make"', '"make"\n    "netcat"')
+    _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\nnetcat = "test"\n')
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("netcat:") and "guix-packages.toml" in p], rep.problems
     root = _copy_env(tmp_path / "c")
     _edit(root / "manifests" / "requirements.in", "rich\n", "rich\nnot-a-locked-package\n")
     rep = check_files(root)

@@ -207,8 +207,15 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
             rep.problems.append(f"{f.guix_packages.relative_to(f.root)} records checks for commit {pinned} but "
                                 f"channels.scm pins {commits.get('guix')}")
         unverified = (gp.get("unverified") or {}).get("names") or []
+        accounted = set(unverified) | {p.get("name") for p in gp.get("package") or []}
+        accounted |= set((gp.get("inputs_at_pinned_commit") or {}).get("names") or [])
+        for manifest, specs in ((f.analysis, analysis), (f.testbed, testbed)):
+            for g in sorted(set(specs) - accounted):
+                rep.problems.append(f"{g}: {manifest.relative_to(f.root)} names it but "
+                                    f"{f.guix_packages.relative_to(f.root)} does not say whether or where its "
+                                    f"Guix definition was checked")
         if unverified:
-            rep.notes.append(f"{len(unverified)} Guix names not read at the pinned commit "
+            rep.notes.append(f"{len(unverified)} Guix names in the manifests whose definitions were not read "
                              f"(see {f.guix_packages.relative_to(f.root)})")
     return rep
 
