@@ -232,3 +232,23 @@ def test_worst_scatter_from_worst_n_table() -> None:
     # The same selection from the raw arrays with n=500.
     fig2 = worst_latency_scatter({"run": (t_ns / 1e9, lat)}, n=500)
     assert sorted(fig2.data[0].x) == sorted(tr.x)
+
+
+def test_line_plot_latency_against_rate(wiedner: Path) -> None:
+    from benchbook.figures import line_plot
+
+    rates, p999 = [], []
+    for rate in (10000, 100000, 1000000, 50000):
+        df = read_zst_csv(wiedner / "vm/rt-optimized" / f"latencies-pre-rate{rate}-repeat0.pcap.zst.trim_ms0.percentiles.csv.zst")
+        pct, val = ladder_series(df)
+        rates.append(rate)
+        p999.append(val[np.searchsorted(pct, 99.9)] / 1000)
+    fig = line_plot({"VM p99.9": (np.array(rates), np.array(p999))}, "Packet rate [pkt/s]", "Latency [µs]",
+                    log_x=True, errors={"VM p99.9": np.ones(4)})
+    tr = fig.data[0]
+    assert list(tr.x) == [10000, 50000, 100000, 1000000]  # sorted by x
+    order = np.argsort(rates)
+    np.testing.assert_allclose(tr.y, np.array(p999)[order])
+    assert fig.layout.xaxis.type == "log" and tr.mode == "lines+markers"
+    with pytest.raises(ValueError, match="shape"):
+        line_plot({"bad": (np.arange(3), np.arange(4))}, "x", "y")

@@ -5,6 +5,7 @@
     histogram_plot         bucketed latency histograms (step outlines)
     cdf_plot               CDF or CCDF (exact step functions)
     time_series_plot       per-second rates, throughput, cwnd ...
+    line_plot              y against any x (e.g. p99.9 latency against packet rate)
     bar_plot, fairness_bars
     save_figure            HTML (offline) + PNG/SVG/PDF via kaleido, "unavailable: <reason>" if not
 """
@@ -15,7 +16,7 @@ from benchbook.figures.export import export_session, find_browser, save_figure, 
 from benchbook.figures.hdr import hdr_percentile_plot, ladder_series, percentile_ticks, percentile_to_x
 from benchbook.figures.scatter import worst_latency_scatter, worst_n_indices
 from benchbook.figures.style import PALETTE, TEMPLATE_NAME, apply_style, unit_label, unit_scale
-from benchbook.figures.timeseries import time_series_plot
+from benchbook.figures.timeseries import line_plot, time_series_plot
 
 __all__ = [
     "PALETTE",
@@ -30,6 +31,7 @@ __all__ = [
     "hdr_percentile_plot",
     "histogram_plot",
     "ladder_series",
+    "line_plot",
     "percentile_ticks",
     "percentile_to_x",
     "save_figure",
