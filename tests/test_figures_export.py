@@ -42,6 +42,20 @@ def test_png_and_svg_export(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hdr.png", "hdr.svg"]  # no temp left
 
 
+def test_export_session_reuses_one_browser(tmp_path: Path) -> None:
+    if find_browser() is None:
+        pytest.skip("no headless Chromium (apt-get install chromium, or set BROWSER_PATH)")
+    from benchbook.figures import export_session
+
+    with export_session():
+        outs = [save_figure(small_fig(), tmp_path, f"f{i}", formats=("png",)) for i in range(2)]
+    for out in outs:
+        assert Path(out["png"]).read_bytes()[:4] == b"\x89PNG"
+    import kaleido
+
+    assert not kaleido._global_server.is_running()  # closed again
+
+
 def test_unavailable_browser_is_reported_not_raised(tmp_path: Path) -> None:
     # A real subprocess with BROWSER_PATH pointing nowhere: the static format is reported as
     # unavailable with the reason, the HTML is still written.
