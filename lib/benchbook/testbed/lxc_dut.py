@@ -471,10 +471,14 @@ def monitor_pids(name: str) -> list[int]:
     return pids
 
 
-def sweep(lxc: Lxc | None = None, prefix: str = PREFIX) -> list[str]:
+def sweep(lxc: Lxc | None = None, prefix: str = PREFIX, include_live: bool = False) -> list[str]:
     """Remove leftover benchbook containers (``bb-`` names): kill their processes (found through
     LXC's cgroups, so also when the monitor is gone), lxc-stop -k, lxc-destroy, rmdir their
-    cgroups. Returns what was removed. Other containers are never touched."""
+    cgroups. Containers of runs whose owner still lives (benchbook.testbed.state) are kept unless
+    include_live. Returns what was removed. Other containers are never touched."""
+    from benchbook.testbed import state as run_state
+    from benchbook.testbed.names import token_of
+
     lxc = lxc or Lxc()
     removed: list[str] = []
     names = set()
@@ -483,6 +487,12 @@ def sweep(lxc: Lxc | None = None, prefix: str = PREFIX) -> list[str]:
     for h in _hierarchies():
         for d in h.glob(f"lxc.payload.{prefix}*"):
             names.add(d.name[len("lxc.payload."):])
+        for d in h.glob(f"*/{prefix}*"):
+            if d.is_dir() and (d / "cgroup.procs").exists() and not d.name.endswith(".monitor") \
+                    and (lxc.lxcpath / d.name).is_dir():
+                names.add(d.name)
+    live = set() if include_live else run_state.live_tokens()
+    names = {n for n in names if include_live or token_of(n) not in live or token_of(n) is None}
     for name in sorted(names):
         for pid in container_pids(name) + monitor_pids(name):
             with contextlib.suppress(ProcessLookupError):
