@@ -79,3 +79,48 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
         points = json.loads((run / "cgroup-latency.json").read_text())["points"]
         tokens = {p["testbed"]["token"] for p in points if "testbed" in p}
         assert tokens and leftovers(tokens) == _empty_leftovers()
+
+
+_CHILD = """
+import sys
+from benchbook.experiment import cgroup_latency as cl
+p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, cgroup_modes=["v1"], perf_repeats=1)
+cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
+"""
+
+
+def test_sigint_mid_measurement_restores_everything(tmp_path):
+    """Ctrl-C while testpmd forwards inside the v1 recipe: cgroups gone, tasks and settings back."""
+    _needs("dpdk-testpmd")
+    import signal
+    import time
+    from pathlib import Path
+
+    from benchbook.experiment.cgroup_latency import leftovers
+    from benchbook.tools import cgroups as cg
+
+    root = cg.v1_hierarchy("cpuset")
+    if root is None:
+        pytest.skip("no v1 cpuset hierarchy")
+    lb_before = cg.read(root / "cpuset.sched_load_balance")
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert "v1 @ 2000" in proc.stdout.readline()
+    token = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and token is None:
+        for f in Path("/run/benchbook").glob("*.json"):
+            data = json.loads(f.read_text() or "{}")
+            if data.get("owner_pid") == proc.pid and any(w == "dpdk-testpmd" for _, _, w in data.get("pids", [])):
+                token = data["token"]
+        time.sleep(0.2)
+    assert token, "the child should be forwarding by now"
+    assert (root / f"bb-{token}-hk").is_dir() and cg.read(root / "cpuset.sched_load_balance") == "0"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0
+    assert leftovers({token}) == _empty_leftovers()
+    assert not (root / f"bb-{token}-hk").exists() and not (root / f"bb-{token}-dut").exists()
+    assert cg.read(root / "cpuset.sched_load_balance") == lb_before
+    assert not (Path("/run/benchbook") / f"{token}.json").exists()
+    raw = list(tmp_path.glob("raw/v1/rate2000/rep0/pre.pcap"))
+    assert raw and raw[0].stat().st_size > 24, "raw data measured before the interrupt is kept"

@@ -143,3 +143,22 @@ def test_backend_registry():
     assert get_backend("local", sweep=False).name == "local"
     with pytest.raises(KeyError, match="unknown testbed backend 'nope'"):
         get_backend("nope")
+
+
+def test_toml_topology_up_with_addresses(root_ip, tmp_path):
+    from benchbook.testbed.local import LocalBackend
+
+    p = tmp_path / "pair.toml"
+    p.write_text(textwrap.dedent("""
+        name = "pair"
+        roles = ["snd", "rcv"]
+        [[links]]
+        a = { role = "snd", ifname = "s0", address = "10.251.0.1/24" }
+        b = { role = "rcv", ifname = "r0", address = "10.251.0.2/24" }
+    """))
+    with LocalBackend().topology(str(p)) as tb:
+        assert tb.topology.name == "pair"
+        assert "10.251.0.2/24" in tb.run("rcv", ["ip", "-o", "addr", "show", tb.ifname("r0")]).stdout
+        assert f"dev {tb.ifname('s0')}" in tb.run("snd", ["ip", "route", "get", "10.251.0.2"]).stdout
+        tok = tb.token
+    assert _ours(tok) == {"netns": [], "links": []}
