@@ -231,11 +231,11 @@ def _warnings(pre: Path, post: Path, a: _KeyedStream, b: _KeyedStream, counts: d
         back = counts[f"backwards_timestamps_{side}"]
         if back:
             msgs.append(f"{path}: timestamps go backwards {back} times in the {side} capture")
-    if counts["window_evicted"]:
+    if counts["window_evicted"] and counts["unmatched_post"]:
         msgs.append(
             f"{counts['window_evicted']} pre packets left the matching window ({counts['window_limit']} "
-            "packets) unmatched before max latency had passed; a later copy would count as unmatched "
-            "post: raise window_packets"
+            "packets) unmatched before max latency had passed, and {counts['unmatched_post']} post packets "
+            "found no match: some may be late copies of them; raise window_packets"
         )
     if counts["pre_duplicates"]:
         msgs.append(f"{counts['pre_duplicates']} pre packets share a key with another waiting pre packet and were dropped")

@@ -1,0 +1,209 @@
+"""From a capture pair to a latency report directory (what `benchbook latency` writes).
+
+    latencies.parquet  per-packet table (id, t_pre_ns, t_post_ns, latency_ns)
+    latency.hlog       one interval histogram per second of capture time (by t_pre)
+    hdr.html           HDR percentile plot (optional)
+    summary.json       counts, min/max/mean, discrete percentiles and how they were computed
+
+Memory stays bounded: interval histograms are written as soon as no later match can fall into
+them, and exact percentiles come from the latencies kept in memory up to ``exact_limit`` values;
+beyond that they come from the HdrHistogram (3 significant digits), and ``percentile_method`` says
+which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+
+PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
+SUMMARY_COUNTS = ("pre", "post", "matched", "lost", "unmatched_post", "duplicates", "reordered")
+EXACT_LIMIT = 1 << 24
+INTERVAL_NS = 1_000_000_000
+
+
+class _Accumulator:
+    """Receives batches of matches: per-second histograms, the total histogram, exact values."""
+
+    def __init__(self, hlog_path: Path, max_latency_ns: int, exact_limit: int, comments: list[str]) -> None:
+        from benchbook.analysis.hdr import HdrHistogram
+        from benchbook.analysis.hlog import HlogWriter
+
+        self._H = HdrHistogram
+        self.highest = max(2, int(max_latency_ns))
+        self.total = HdrHistogram(1, self.highest, 3)
+        self.open: dict[int, Any] = {}
+        self.t0: int | None = None
+        self.max_latency = int(max_latency_ns)
+        self.exact_limit = exact_limit
+        self.parts: list[np.ndarray] = []
+        self.kept = 0
+        self.exact = True
+        self.hlog_path = hlog_path
+        self.comments = comments
+        self.writer: Any = None
+        self._HlogWriter = HlogWriter
+        self.intervals_written = 0
+        self.worst: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, ids: np.ndarray, t_pre: np.ndarray, t_post: np.ndarray, lat: np.ndarray) -> None:
+        if self.t0 is None:
+            self.t0 = int(t_pre.min())
+            self.writer = self._HlogWriter(self.hlog_path, start_time=self.t0 / 1e9, comments=self.comments)
+            self.writer.open()
+        idx = (t_pre - self.t0) // INTERVAL_NS
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0:  # a packet sent before the first matched one (reordering): fold into interval 0
+            idx = np.maximum(idx, 0)
+            lo = 0
+        if lo == hi:
+            self._interval(lo).record(lat)
+        else:
+            order = np.argsort(idx, kind="stable")
+            sidx = idx[order]
+            bounds = np.flatnonzero(np.diff(sidx)) + 1
+            for part in np.split(order, bounds):
+                self._interval(int(idx[part[0]])).record(lat[part])
+        if self.exact:
+            if self.kept + len(lat) <= self.exact_limit:
+                self.parts.append(lat)
+                self.kept += len(lat)
+            else:
+                self.exact = False
+                self.parts = []
+        # intervals no later match can reach: every future match has t_pre > t_post - max latency
+        horizon = int(t_post[-1]) - self.max_latency
+        self._flush(lambda k: self.t0 + (k + 1) * INTERVAL_NS <= horizon)
+
+    def _interval(self, k: int) -> Any:
+        h = self.open.get(k)
+        if h is None:
+            h = self.open[k] = self._H(1, self.highest, 3)
+        return h
+
+    def _flush(self, done) -> None:
+        for k in sorted(self.open):
+            if not done(k):
+                break
+            h = self.open.pop(k)
+            if h.total_count:
+                self.writer.write_interval(k * INTERVAL_NS / 1e9, INTERVAL_NS / 1e9, h)
+                self.intervals_written += 1
+            self.total.merge(h)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self._flush(lambda k: True)
+            self.writer.close()
+        else:  # nothing matched: still an (empty) log with its header
+            w = self._HlogWriter(self.hlog_path, comments=self.comments)
+            w.open()
+            w.close()
+
+    def percentiles(self) -> tuple[dict[str, int | None], str]:
+        from benchbook.analysis.hdr import discrete_rank
+
+        n = self.total.total_count
+        if n == 0:
+            return {p: None for p in PERCENTILES}, "none: no matched packets"
+        if self.exact:
+            values = np.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0]
+            ranks = sorted({discrete_rank(float(p), n) - 1 for p in PERCENTILES})
+            part = np.partition(values, ranks)
+            out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in PERCENTILES}
+            return out, f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of packets at or below it)"
+        vals = self.total.percentiles([float(p) for p in PERCENTILES])
+        out = {p: int(vals[float(p)]) for p in PERCENTILES}
+        return out, (
+            f"HdrHistogram, 3 significant digits: {n} latencies exceed the exact limit of {self.exact_limit}; "
+            "each value is the highest value equivalent to the bucket holding the discrete percentile"
+        )
+
+
+def analyze_captures(
+    pre: str | Path,
+    post: str | Path,
+    out_dir: str | Path,
+    key: Key = IdKey(offset=42),
+    max_latency_ns: int = DEFAULT_MAX_LATENCY_NS,
+    window_packets: int = DEFAULT_WINDOW,
+    exact_limit: int = EXACT_LIMIT,
+    html: bool = True,
+) -> dict[str, Any]:
+    """Match the pair and write the report directory; returns the summary dict."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    comments = [f"benchbook latency: pre={Path(pre).name} post={Path(post).name} key={key.describe()}",
+                "values in ns; one interval per second of capture time (by pre timestamp)"]
+    acc = _Accumulator(out / "latency.hlog", max_latency_ns, exact_limit, comments)
+    try:
+        res = match_captures(
+            pre, post, key, max_latency_ns=max_latency_ns, out_parquet=out / "latencies.parquet",
+            window_packets=window_packets, keep_arrays=False, on_batch=acc,
+        )
+    finally:
+        acc.close()
+    tot = acc.total
+    pcts, method = acc.percentiles()
+    n = tot.total_count
+    summary: dict[str, Any] = {k: int(res.counts[k]) for k in SUMMARY_COUNTS}
+    summary.update({
+        "min_ns": int(tot.min) if n else None,
+        "max_ns": int(tot.max) if n else None,
+        "mean_ns": int(round(tot.mean)) if n else None,
+        "percentiles_ns": pcts,
+        "percentile_method": method,
+    })
+    summary["details"] = {
+        "pre_file": str(pre), "post_file": str(post), "key": res.key,
+        "max_latency_ns": int(max_latency_ns),
+        "stddev_ns": float(tot.stddev) if n else None,
+        "counts": res.counts,
+        "hlog_intervals": acc.intervals_written,
+        "warnings": res.warnings,
+    }
+    if html:
+        summary["details"]["hdr_html"] = _hdr_html(tot, out)
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, out / "summary.json")
+    return summary
+
+
+def _hdr_html(total: Any, out: Path) -> str:
+    if total.total_count == 0:
+        return "unavailable: no matched packets"
+    from benchbook.figures import hdr_percentile_plot, save_figure
+
+    fig = hdr_percentile_plot({"latency": total}, unit="us", title="Latency (post - pre)")
+    return save_figure(fig, out, "hdr", formats=("html",)).get("html", "")
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The percentile table `benchbook latency` prints."""
+    lines = []
+    c = summary
+    lines.append(
+        f"pre {c['pre']}  post {c['post']}  matched {c['matched']}  lost {c['lost']}  "
+        f"unmatched post {c['unmatched_post']}  duplicates {c['duplicates']}  reordered {c['reordered']}"
+    )
+    if c["min_ns"] is None:
+        lines.append("no matched packets: no latency distribution")
+        return "\n".join(lines)
+    lines.append(f"{'percentile':>12}  {'latency ns':>14}  {'latency us':>12}")
+    lines.append(f"{'min':>12}  {c['min_ns']:>14}  {c['min_ns'] / 1e3:>12.3f}")
+    for p, v in c["percentiles_ns"].items():
+        lines.append(f"{p + ' %':>12}  {v:>14}  {v / 1e3:>12.3f}")
+    lines.append(f"{'max':>12}  {c['max_ns']:>14}  {c['max_ns'] / 1e3:>12.3f}")
+    lines.append(f"{'mean':>12}  {c['mean_ns']:>14}  {c['mean_ns'] / 1e3:>12.3f}")
+    lines.append(f"percentiles: {c['percentile_method']}")
+    return "\n".join(lines)
+
+
+__all__ = ["analyze_captures", "format_summary", "PERCENTILES", "EXACT_LIMIT"]
