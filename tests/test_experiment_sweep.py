@@ -56,10 +56,12 @@ def test_parse_grid_and_expand():
 
 
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
-    grid_args = ["-p", "rate=1,2", "-p", "sleep_s=1.0", "--repeat", "1"]
+    (tmp_path / "input.txt").write_text("a relative input path\n")
+    grid_args = ["-p", "rate=1,2", "-p", "sleep_s=1.0", "-p", "note=input.txt", "--repeat", "1"]
     # 1. uninterrupted sweep, shuffled with a recorded seed
     ref = tmp_path / "ref"
-    r = _cli("run", str(NOTEBOOK), *grid_args, "--experiment", "exp", "--shuffle", "--seed", "7", runs=ref)
+    r = _cli("run", str(NOTEBOOK), *grid_args, "--experiment", "exp", "--shuffle", "--seed", "7", runs=ref,
+             cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     manifest = json.loads((ref / "exp" / "sweep.json").read_text())
     keys = [p["key"] for p in manifest["points"]]
@@ -70,12 +72,16 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert [rec["sweep"]["order"] for rec in ran_in] == [0, 1]
     want = _complete_set(ref / "exp")
     assert len(want) == 2
+    # a relative path that exists is recorded (and passed to the notebook) as an absolute one
+    assert all(rec["parameters"]["note"] == str(tmp_path / "input.txt") for rec in ran_in)
+    assert all(any(i["role"] == "parameter:note" for i in rec["inputs"]) for rec in ran_in)
 
     # 2. the same sweep killed with SIGKILL while its second point is running (raw data written)
     runs = tmp_path / "killed"
     proc = subprocess.Popen([*BENCHBOOK, "run", str(NOTEBOOK), *grid_args, "--experiment", "exp",
                              "--runs-dir", str(runs), "--no-progress"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            cwd=tmp_path)
     victim = None
     deadline = time.monotonic() + 180
     try:
@@ -99,7 +105,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert len(_complete_set(runs / "exp")) == 1
 
     # 3. resume: skips the complete point, redoes the killed one, keeps its raw data aside
-    r = _cli("run", str(NOTEBOOK), *grid_args, "--experiment", "exp", "--resume", runs=runs)
+    r = _cli("run", str(NOTEBOOK), *grid_args, "--experiment", "exp", "--resume", runs=runs, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "stale lock" in r.stderr and "moved" in r.stderr
     assert _complete_set(runs / "exp") == want

@@ -39,6 +39,12 @@ def register(app: typer.Typer) -> None:
         signal.signal(signal.SIGTERM, _term)
         try:
             grid = parse_grid(param)
+            # The notebook runs with its run directory as working directory: a relative path that
+            # exists here is passed (and recorded) as an absolute one.
+            for name, values in grid.items():
+                for i, v in enumerate(values):
+                    if isinstance(v, str) and v and not Path(v).is_absolute() and Path(v).exists():
+                        values[i] = str(Path(v).resolve())
             outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
                                 resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
         except (SweepError, ExperimentLocked, FileNotFoundError) as exc:
