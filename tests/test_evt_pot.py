@@ -139,3 +139,33 @@ def test_parameter_stability_is_flat_for_gpd_data():
 def test_too_few_exceedances():
     with pytest.raises(ValueError, match="only 3 exceedances"):
         evt.fit_gpd(np.array([1.0, 2.0, 3.0, 10.0, 11.0, 12.0]), 5.0)
+
+
+def _decluster_reference(t, x, u, gap):
+    ex = sorted((ti, xi) for ti, xi in zip(t, x) if xi > u)
+    clusters = []
+    for ti, xi in ex:
+        if clusters and ti - clusters[-1]["end"] <= gap:
+            c = clusters[-1]
+            c["end"], c["size"] = ti, c["size"] + 1
+            if xi > c["max"]:
+                c["max"], c["t_max"] = xi, ti
+        else:
+            clusters.append({"start": ti, "end": ti, "size": 1, "max": xi, "t_max": ti})
+    return clusters
+
+
+def test_decluster_by_gap_matches_plain_loop():
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 100, 3_000))
+    x = rng.exponential(1.0, 3_000)
+    x[(t > 40) & (t < 40.5)] += 10  # a burst: one cluster of large values
+    df = evt.decluster_by_gap(t[::-1], x[::-1], 2.0, 0.3)  # input order does not matter
+    ref = _decluster_reference(t, x, 2.0, 0.3)
+    assert len(df) == len(ref)
+    for row, r in zip(df.itertuples(), ref):
+        assert (row.start, row.end, row.size, row.max, row.t_max) == pytest.approx(
+            (r["start"], r["end"], r["size"], r["max"], r["t_max"]))
+    burst = df[(df.start <= 40.5) & (df.end >= 40)]
+    assert len(burst) == 1 and burst["size"].iloc[0] >= 10
+    assert evt.decluster_by_gap(t, x, 1e9, 0.3).empty

@@ -416,3 +416,39 @@ def probability_plot_data(model: PotModel, data: np.ndarray):
 
 def with_n_total(model: PotModel, n_total: int) -> PotModel:
     return replace(model, n_total=int(n_total))
+
+
+# -- dependence: clusters of exceedances ----------------------------------------------------------
+
+def decluster_by_gap(t: np.ndarray, x: np.ndarray, threshold: float, gap: float):
+    """Runs declustering on time stamps (Coles §5.3.2 with a time gap instead of a count of
+    non-exceedances): exceedances of `threshold` closer than `gap` in time belong to one cluster.
+
+    Returns a DataFrame(start, end, size, max, t_max), one row per cluster, in time order. The
+    ratio n_clusters / n_exceedances estimates the extremal index (1: no clustering)."""
+    import pandas as pd
+
+    t = np.asarray(t, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    if t.shape != x.shape:
+        raise ValueError(f"t has shape {t.shape}, x has shape {x.shape}")
+    sel = x > threshold
+    te, xe = t[sel], x[sel]
+    order = np.argsort(te, kind="stable")
+    te, xe = te[order], xe[order]
+    if te.size == 0:
+        return pd.DataFrame(columns=["start", "end", "size", "max", "t_max"])
+    new = np.concatenate([[True], np.diff(te) > gap])
+    cid = np.cumsum(new) - 1
+    n = int(cid[-1] + 1)
+    size = np.bincount(cid, minlength=n)
+    starts = te[new]
+    ends = np.concatenate([te[np.flatnonzero(new)[1:] - 1], [te[-1]]])
+    mx = np.full(n, -np.inf)
+    np.maximum.at(mx, cid, xe)
+    # time of each cluster's maximum: the first exceedance in the cluster equal to it
+    is_max = xe == mx[cid]
+    first = np.full(n, -1)
+    idx = np.flatnonzero(is_max)
+    first[cid[idx[::-1]]] = idx[::-1]
+    return pd.DataFrame({"start": starts, "end": ends, "size": size, "max": mx, "t_max": te[first]})

@@ -247,3 +247,43 @@ def extension_figure(table, title: str | None = None):
     fig.update_layout(height=700, margin=dict(t=130),
                       legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
     return fig
+
+
+def worst_clusters(cat, gap_s: float = 1e-3):
+    """Clusters among the shipped worst-5000 packets of a run (time gap `gap_s`): how dependent the
+    extremes are. Returns one row per run with the cluster count, the extremal-index estimate
+    (clusters / exceedances) and the largest cluster."""
+    import pandas as pd
+
+    from benchbook.reproduce.wiedner import run_label
+    from benchbook.tools import pos_evaluator as pe
+
+    rows = []
+    for r in cat[cat["worst_path"].notna()].itertuples():
+        w = pe.read_worst(r.worst_path)
+        u = float(w["latency"].min()) - 1.0  # every listed packet is an exceedance
+        cl = evt.decluster_by_gap(w["prets"].to_numpy() / 1e9, w["latency"].to_numpy(), u, gap_s)
+        big = cl.loc[cl["size"].idxmax()]
+        top = cl.loc[cl["max"].idxmax()]
+        rows.append({"run": run_label(r), "threshold_us": (u + 1) / 1000, "n_exceed": len(w),
+                     "n_clusters": len(cl), "extremal_index": len(cl) / len(w),
+                     "largest_cluster_size": int(big["size"]),
+                     "largest_cluster_duration_ms": (big["end"] - big["start"]) * 1e3,
+                     "largest_cluster_max_us": big["max"] / 1000, "largest_cluster_t_s": big["start"],
+                     "max_cluster_size": int(top["size"]), "max_cluster_duration_ms": (top["end"] - top["start"]) * 1e3,
+                     "max_us": top["max"] / 1000, "max_cluster_t_s": top["start"]})
+    return pd.DataFrame(rows)
+
+
+def worst_clusters_verdict(verdict, clusters, gap_s: float = 1e-3) -> None:
+    for rec in clusters.itertuples():
+        verdict.add(
+            f"clusters among the 5000 worst packets: {rec.run}", None, round(rec.extremal_index, 4), "",
+            rec.run, "info",
+            f"benchbook extension: {rec.n_clusters} clusters (gap {gap_s * 1e3:g} ms) among {rec.n_exceed} "
+            f"packets above {rec.threshold_us:.2f} µs, extremal index estimate {rec.extremal_index:.3f} "
+            f"(1 = independent extremes); largest cluster {rec.largest_cluster_size} packets over "
+            f"{rec.largest_cluster_duration_ms:.2f} ms at t = {rec.largest_cluster_t_s:.1f} s, max "
+            f"{rec.largest_cluster_max_us:.2f} µs; the run's maximum {rec.max_us:.2f} µs lies in a cluster of "
+            f"{rec.max_cluster_size} packets over {rec.max_cluster_duration_ms:.2f} ms at t = {rec.max_cluster_t_s:.1f} s",
+        )
