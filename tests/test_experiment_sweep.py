@@ -161,3 +161,42 @@ def test_stale_lock_is_taken_over(tmp_path):
         assert lock.stale_holder["pid"] == 999999999
         assert json.loads((exp / ".lock").read_text())["pid"] == os.getpid()
     assert (exp / ".lock").read_text() == ""  # released cleanly
+
+
+def _processes_under(path: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(Path(os.readlink(proc / "cwd"))).startswith(str(path)):
+                    pids.append(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
+def test_sigterm_records_interrupted_run_and_leaves_no_kernel(tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([*BENCHBOOK, "run", str(NOTEBOOK), "-p", "sleep_s=60", "--experiment", "t",
+                             "--runs-dir", str(runs), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(runs.glob("t/*/raw/samples.txt")):
+            time.sleep(0.1)
+        assert list(runs.glob("t/*/raw/samples.txt")), "the notebook never started"
+        proc.send_signal(signal.SIGTERM)  # the sweep process only, as a service manager would
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    (rec,) = _all_records(runs / "t")
+    assert rec["status"] == "interrupted" and rec["end"] and rec["error"]
+    assert any(o["path"] == "raw/samples.txt" for o in rec["outputs"])
+    assert json.loads((runs / "t" / "sweep.json").read_text())["points"][0]["status"] == "interrupted"
+    deadline = time.monotonic() + 20
+    while _processes_under(runs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _processes_under(runs), "a notebook kernel outlived the interrupted sweep"
