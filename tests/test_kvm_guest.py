@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_program, require_root
-from benchbook.testbed.kvm_guest import EXPECTED_FSTYPE, GuestVM, kvm_capability, parse_serial
+from benchbook.testbed.kvm_guest import EXPECTED_FSTYPE, RECIPE_SCRIPTS, GuestVM, kvm_capability, parse_recipe, parse_serial
 
 
 def test_parse_serial_markers_and_job_output():
@@ -65,7 +65,8 @@ def _qemu_pids() -> set[int]:
 @pytest.mark.parametrize("hierarchy", ["v1", "v2"])
 def test_boot_with_hierarchy(guest_ready, hierarchy):
     before = set(Path("/tmp").glob("bb-guest-*"))
-    res = GuestVM(hierarchy=hierarchy, timeout_s=300).run("echo job-ran $((6*7))\nexit 3\n")
+    script = "echo job-ran $((6*7))\n" + RECIPE_SCRIPTS[hierarchy] + "exit 3\n"
+    res = GuestVM(hierarchy=hierarchy, timeout_s=300).run(script)
     assert res.cgroup_fstype == EXPECTED_FSTYPE[hierarchy], res.serial_tail[-1500:]
     assert res.cgroup_version == hierarchy
     assert f"systemd.unified_cgroup_hierarchy={0 if hierarchy == 'v1' else 1}" in (res.cmdline or "")
@@ -73,7 +74,13 @@ def test_boot_with_hierarchy(guest_ready, hierarchy):
         assert res.cpuset_hierarchy == "0" and "cpuset" in (res.v2_controllers or "").split()
     else:
         assert res.cpuset_hierarchy not in (None, "0")
-    assert res.output.strip().splitlines()[-1] == "job-ran 42" and res.returncode == 3
+    assert res.output.strip().splitlines()[0] == "job-ran 42" and res.returncode == 3
+    # the paper's isolation recipe of this hierarchy applies and reads back inside the guest
+    recipe = parse_recipe(res.output)
+    if hierarchy == "v1":
+        assert recipe == {"dut.cpus": "1", "dut.sched_load_balance": "0", "root.sched_load_balance": "0"}, res.output
+    else:
+        assert recipe == {"dut.cpus": "1", "dut.partition": "root"}, res.output
     kvm_ok, kvm_why = kvm_capability()
     assert res.accel == ("kvm" if kvm_ok else "tcg")
     if not kvm_ok:

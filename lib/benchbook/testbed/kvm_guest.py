@@ -309,6 +309,37 @@ def _tail(path: Path, n: int = 25) -> str:
         return "(no serial output)"
 
 
+# The paper's isolation recipes, applied inside the guest and read back (functional check only).
+RECIPE_SCRIPTS = {
+    "v1": """set -e
+c=/sys/fs/cgroup/cpuset
+mkdir $c/bb-hk $c/bb-dut
+echo 0 > $c/bb-hk/cpuset.cpus; echo 0 > $c/bb-hk/cpuset.mems
+echo 1 > $c/bb-dut/cpuset.cpus; echo 0 > $c/bb-dut/cpuset.mems
+echo 1 > $c/bb-dut/cpuset.cpu_exclusive
+echo 0 > $c/bb-dut/cpuset.sched_load_balance
+echo 0 > $c/cpuset.sched_load_balance
+echo "RECIPE dut.cpus=$(cat $c/bb-dut/cpuset.cpus) dut.sched_load_balance=$(cat $c/bb-dut/cpuset.sched_load_balance) root.sched_load_balance=$(cat $c/cpuset.sched_load_balance)"
+""",
+    "v2": """set -e
+c=/sys/fs/cgroup
+echo +cpuset > $c/cgroup.subtree_control
+mkdir $c/bb-dut
+echo 1 > $c/bb-dut/cpuset.cpus
+echo root > $c/bb-dut/cpuset.cpus.partition
+echo "RECIPE dut.cpus=$(cat $c/bb-dut/cpuset.cpus.effective) dut.partition=$(cat $c/bb-dut/cpuset.cpus.partition)"
+""",
+}
+
+
+def parse_recipe(output: str) -> dict[str, str]:
+    """The ``RECIPE key=value ...`` line a RECIPE_SCRIPTS script prints, as a dict."""
+    for line in output.splitlines():
+        if line.startswith("RECIPE "):
+            return dict(item.split("=", 1) for item in line.split()[1:] if "=" in item)
+    return {}
+
+
 def boot_and_report(hierarchy: str, script: str = "true\n", **kwargs: Any) -> GuestResult:
     """One boot with `hierarchy`; the result says which cgroup layout the guest really had."""
     return GuestVM(hierarchy=hierarchy, **kwargs).run(script)
