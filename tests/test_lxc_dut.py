@@ -6,7 +6,6 @@ killed run swept up)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
