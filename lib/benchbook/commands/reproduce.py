@@ -4,6 +4,13 @@
                                   verdict table; exit 1 on any mismatch or failure
     benchbook reproduce --list    every registry entry, its mode and whether it can run here
     benchbook reproduce --all     every entry that can run here (the others: skipped, with why)
+
+Exit status: 0 every reproduced value matched (or there was nothing to compare), 1 a mismatch or a
+failed run (including a dataset whose SHA256SUMS do not verify), 2 bad usage or a malformed
+registry entry, 3 the entry cannot run on this machine (the reason is printed).
+Options: --figures-dir (or BENCHBOOK_FIGURES) selects another registry directory, --runs-dir
+where run directories go (default data/runs, or BENCHBOOK_RUNS), -p key=value overrides a notebook
+parameter (values are parsed as JSON when they can be).
 """
 
 from __future__ import annotations
