@@ -361,3 +361,20 @@ def worst_series(cat) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         w = pe.read_worst(r.worst_path)
         out[run_label(r)] = (w["prets"].to_numpy(dtype=np.float64) / 1e9, w["latency"].to_numpy(dtype=np.int64))
     return out
+
+
+def table3_pivot(table, findings):
+    """Table III laid out as printed (technology x configuration), with the matched repeat's
+    maximum in µs and the repeat, from table3() and table3_verdict()'s findings."""
+    import pandas as pd
+
+    found = {f["name"]: f for f in findings}
+    rows = []
+    for rec in table.itertuples():
+        f = found[rec.name]
+        rep = f["matched_repeats"][0] if f["matched_repeats"] else None
+        cell = f"{f['computed_us']:.2f} µs (repeat {rep})" if rep is not None else f"no repeat matches ({f['published_us']} µs)"
+        rows.append({"Technology": rec.technology, "configuration": rec.configuration, "cell": cell})
+    df = pd.DataFrame(rows)
+    order = list(dict.fromkeys(df["Technology"]))
+    return df.pivot(index="Technology", columns="configuration", values="cell").reindex(order)
