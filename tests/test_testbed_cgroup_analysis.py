@@ -1,0 +1,93 @@
+"""Offline analysis of the cgroup experiment: exact percentiles against a plain-Python reference,
+and a point's analysis on a generated capture pair with known truth (no root needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchbook.experiment import cgroup_latency as cl
+
+
+def ref_percentile(values: list[int], p: float) -> int:
+    """Smallest value with at least p % of the values at or below it (plain Python)."""
+    s = sorted(values)
+    for v in s:
+        if sum(1 for x in s if x <= v) >= p / 100.0 * len(s) - 1e-9:
+            return v
+    return s[-1]
+
+
+def test_discrete_percentiles_match_reference():
+    rng = np.random.default_rng(7)
+    vals = rng.integers(1, 50, 397).tolist()  # many ties
+    got = cl.discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
+    for p in (0.1, 25, 50, 90, 99, 99.9, 100):
+        assert got[f"{p:g}"] == ref_percentile(vals, p), p
+    assert cl.discrete_percentiles(np.array([], dtype=np.int64)) == {f"{p:g}": None for p in cl.PERCENTILES}
+
+
+def test_percentile_ladder_is_exact_and_monotone():
+    rng = np.random.default_rng(3)
+    vals = rng.integers(1000, 100000, 2000)
+    pct, v = cl.percentile_ladder(vals)
+    assert np.all(np.diff(v) >= 0) and pct[0] == 0.0 and pct[-1] < 100.0
+    for p, x in list(zip(pct, v))[:: max(1, len(pct) // 25)]:
+        assert x == ref_percentile(vals.tolist(), p)
+
+
+def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
+    from benchbook.capture.synth import LatencyModel, make_capture_pair
+
+    truth = make_capture_pair(tmp_path / "pre.pcap", tmp_path / "post.pcap", n_packets=20000, rate_pps=50000,
+                              latency=LatencyModel(base_ns=6000, tail_mean_ns=800, spike_prob=1e-3),
+                              loss=0.01, reorder=0.002, seed=11, id_offset=cl.ID_OFFSET)
+    an = cl.analyse_point(tmp_path)
+    c = an["counts"]
+    assert (c["pre"], c["post"], c["matched"], c["lost"]) == (truth.pre, truth.post, truth.matched, truth.lost)
+    kept = truth.latency_ns[truth.latency_ns >= 0]
+    assert an["max_ns"] == kept.max() and an["min_ns"] == kept.min()
+    ref = sorted(kept.tolist())
+    for p in ("50", "99", "99.9"):
+        assert an["percentiles_ns"][p] == ref[math.ceil(float(p) / 100 * len(ref)) - 1]
+    assert (tmp_path / "latencies.parquet").exists()
+
+
+def _point(mode, rep, maxv, p999, counters):
+    return {"mode": mode, "rate_pps": 1000.0, "repetition": rep, "status": "complete", "dir": f"raw/{mode}/{rep}",
+            "analysis": {"max_ns": maxv, "percentiles_ns": {"99.9": p999}},
+            "perf": {"status": "run", "counters": counters}}
+
+
+def test_worst_repetition_and_perf_table_keep_missing_as_missing():
+    ns = {"event": "instructions", "value": None, "unit": "", "status": "not supported"}
+    tc = lambda v: {"event": "task-clock", "value": v, "unit": "msec", "status": "counted"}  # noqa: E731
+    pts = [_point("v1", 0, 100, 50, [tc(10.0), ns]), _point("v1", 1, 300, 40, [tc(20.0), ns]),
+           _point("v1", 2, 200, 60, [tc(30.0), ns])]
+    assert cl.worst_repetition(pts)["repetition"] == 1
+    assert cl.worst_repetition(pts, "99.9")["repetition"] == 2
+    result = {"params": {"cgroup_modes": ["v1", "v2"]}, "points": pts,
+              "arms": {"v1": {"runnable": True, "reason": ""}, "v2": {"runnable": False, "reason": "no v2 cpuset"}}}
+    t = cl.perf_table(result)
+    row = t[(t["mode"] == "v1") & (t["event"] == "task-clock")].iloc[0]
+    assert row["mean"] == pytest.approx(20.0) and row["runs"] == 3
+    ins = t[(t["mode"] == "v1") & (t["event"] == "instructions")].iloc[0]
+    assert ins["mean"] is None or math.isnan(ins["mean"])  # missing, never 0
+    assert ins["status"] == "not supported"
+    v2 = t[t["mode"] == "v2"]
+    assert set(v2["status"]) == {"not run"} and set(v2["note"]) == {"no v2 cpuset"}
+
+
+def test_capture_drops_count_unwritten_and_unseen_packets():
+    assert cl._drops({"dropped_by_kernel": 2, "received_by_filter": 100, "captured": 95}, None) == 7
+    assert cl._drops({"dropped_by_kernel": 0, "received_by_filter": 90, "captured": 90}, 100) == 10
+    assert cl._drops({"dropped_by_kernel": None, "received_by_filter": 90, "captured": 90}, 100) is None
+
+
+def test_params_reject_unknown_and_tiny_frames():
+    with pytest.raises(ValueError, match="unknown experiment parameters"):
+        cl.ExperimentParams.from_dict({"rate": 5})
+    with pytest.raises(ValueError, match="at least 64"):
+        cl.ExperimentParams.from_dict({"frame_size": 60})
