@@ -220,9 +220,10 @@ _TOOLS: dict[str, tuple[list[str], str | None]] = {
 
 def _tool_version(name: str) -> dict[str, Any]:
     cmd, deb = _TOOLS[name]
-    path = shutil.which(name)
+    aliases = {"MoonGen": ("MoonGen", "moongen", "build/MoonGen")}.get(name, (name,))
+    path = next((p for p in (shutil.which(a) for a in aliases) if p), None)
     if path is None:
-        return {"present": False, "reason": f"{name} not on PATH"}
+        return {"present": False, "reason": f"{' / '.join(aliases)} not on PATH"}
     info: dict[str, Any] = {"present": True, "path": path}
     if cmd:
         try:
