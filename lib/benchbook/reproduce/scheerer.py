@@ -81,8 +81,10 @@ def paper_verdict(verdict, p: dict[str, Any]) -> dict[str, Any]:
 
 
 def return_level_figure(model: evt.PotModel, m_max: float = 1e6, mark_m: float | None = None,
-                        mark_ci: tuple[float, float] | None = None, title: str | None = None):
-    """Return level against return period m (log axis) with the delta-method 95 % band."""
+                        mark_ci: tuple[float, float] | None = None, title: str | None = None,
+                        mark_level: float | None = None):
+    """Return level against return period m (log axis) with the delta-method 95 % band; optionally
+    the published level (mark_level, default: the model's) and interval at m = mark_m."""
     import plotly.graph_objects as go
 
     ms = np.logspace(np.log10(max(1.0 / model.zeta, 1.0) * 1.01), np.log10(m_max), 200)
@@ -91,15 +93,17 @@ def return_level_figure(model: evt.PotModel, m_max: float = 1e6, mark_m: float |
     fig.add_trace(go.Scatter(x=ms, y=[r.high for r in lv], mode="lines", line=dict(width=0), showlegend=False,
                              hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=ms, y=[r.low for r in lv], mode="lines", line=dict(width=0), fill="tonexty",
-                             name="95 % CI (delta method)"))
+                             fillcolor="rgba(0, 114, 178, 0.18)", name="95 % CI (delta method)"))
     fig.add_trace(go.Scatter(x=ms, y=[r.level for r in lv], mode="lines", name="return level"))
     if mark_m is not None:
+        lvl = model.return_level(mark_m) if mark_level is None else mark_level
         err = None
+        label = f"published: m = {mark_m:g}, {lvl:g} µs"
         if mark_ci is not None:
-            lvl = model.return_level(mark_m)
             err = dict(type="data", symmetric=False, array=[mark_ci[1] - lvl], arrayminus=[lvl - mark_ci[0]])
-        fig.add_trace(go.Scatter(x=[mark_m], y=[model.return_level(mark_m)], mode="markers", error_y=err,
-                                 marker=dict(symbol="diamond", size=10), name=f"published m = {mark_m:g}"))
+            label += f", CI [{mark_ci[0]:g}, {mark_ci[1]:g}]"
+        fig.add_trace(go.Scatter(x=[mark_m], y=[lvl], mode="markers", error_y=err,
+                                 marker=dict(symbol="diamond", size=10), name=label))
     if model.xi < 0:
         fig.add_hline(y=model.upper_endpoint, line_dash="dot",
                       annotation_text=f"upper end point {model.upper_endpoint:.0f} µs")
