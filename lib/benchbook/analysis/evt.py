@@ -300,18 +300,24 @@ def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
         return _profile_nll_at(level, u, zeta, m, y, xi_bounds) - nll_max - crit
 
     scale = max(model.sigma, 1e-9)
-    # lower end: between the largest exceedance level that keeps the data feasible and the estimate
+    # lower end: step down from the estimate until the profile drops below the critical value
     lo_hi = best
     step = scale
     lo = best - step
     lower = math.nan
     for _ in range(60):
-        if lo <= u:
+        at_threshold = lo <= u
+        if at_threshold:
             lo = u + 1e-9 * scale
         val = g(lo)
-        if not math.isfinite(val) or val > 0:
-            lower = brentq(lambda v: min(g(v), 1e300), lo, lo_hi, xtol=1e-9 * scale) if math.isfinite(val) else \
-                _bisect_inf(g, lo, lo_hi)
+        if not math.isfinite(val):  # no feasible GPD with this return level: bisect to the edge
+            lower = _bisect_inf(g, lo, lo_hi)
+            break
+        if val > 0:
+            lower = brentq(g, lo, lo_hi, xtol=1e-9 * scale)
+            break
+        if at_threshold:  # the interval reaches down to the threshold itself
+            lower = lo
             break
         lo_hi = lo
         step *= 2
