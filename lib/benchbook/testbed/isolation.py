@@ -18,6 +18,7 @@ exit (also on errors and signals); the start-up sweep undoes it if the process w
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -109,6 +110,8 @@ class Isolation:
         self._undo: list[Any] = []
         self.info: IsolationInfo | None = None
         self.notes: dict[str, str] = {}
+        self._lock_fd: int | None = None
+        self.lock_timeout_s = 300.0
 
     def _set(self, path: Path, value: str) -> None:
         """Write a host setting, recording its previous value for undo (also by the sweep)."""
@@ -122,8 +125,14 @@ class Isolation:
         ok, why = mode_status(self.mode)
         if not ok:
             raise NotRunnable(why)
-        self._state = run_state.acquire(self.token)
+        self._lock_fd = _host_lock(self.lock_timeout_s)
         try:
+            # a killed earlier run may have left its recipe applied: undo it before recording
+            # "previous" values of our own
+            from benchbook.testbed.sweep import sweep_leftovers
+
+            sweep_leftovers()
+            self._state = run_state.acquire(self.token)
             self.info = self._apply()
         except BaseException:
             self._restore()
@@ -146,6 +155,9 @@ class Isolation:
             if self._state is not None:
                 run_state.release(self.token)
                 self._state = None
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the host-wide isolation lock
+                self._lock_fd = None
         return problems
 
     def __exit__(self, *exc: object) -> None:
@@ -201,17 +213,25 @@ class V1Isolation(V1CpusetBase):
         self._set(root / "cpuset.sched_load_balance", "0")
         moved: list[int] = []
         failed: dict[str, int] = {}
-        kept_init = 0
-        # move every movable task of the root cpuset (threads one by one: v1 allows it)
-        for pid in cg.tasks(root, "tasks"):
-            if pid == 1:
-                kept_init += 1  # init stays in the root cgroup (the paper; containers need it)
-                continue
-            why = cg.move_task(pid, hk_cg, "tasks")
-            if why is None:
-                moved.append(pid)
-            elif why != "exited":
-                failed[why] = failed.get(why, 0) + 1
+        # move every movable task of the root cpuset (threads one by one: v1 allows it); repeat
+        # while tasks forked meanwhile by not-yet-moved parents keep appearing in the root
+        not_movable: set[int] = set()
+        passes = 0
+        for passes in range(1, 11):
+            moved_now = 0
+            for pid in cg.tasks(root, "tasks"):
+                if pid == 1 or pid in not_movable:
+                    continue
+                why = cg.move_task(pid, hk_cg, "tasks")
+                if why is None:
+                    moved.append(pid)
+                    moved_now += 1
+                elif why != "exited":
+                    not_movable.add(pid)
+                    failed[why] = failed.get(why, 0) + 1
+            if moved_now == 0:
+                break
+        kept_init = 1 if 1 in cg.tasks(root, "tasks") else 0
 
         def move_back() -> list[str]:
             probs = []
@@ -224,6 +244,7 @@ class V1Isolation(V1CpusetBase):
         self._undo.append(move_back)
         # verify by reading back
         in_hk = set(cg.tasks(hk_cg, "tasks"))
+        exited = [p for p in moved if p not in in_hk and not Path(f"/proc/{p}").exists()]
         still_root = [p for p in cg.tasks(root, "tasks") if p != 1]
         root_user = [p for p in still_root if not cg.is_kernel_thread(p)]
         report = {
@@ -233,9 +254,10 @@ class V1Isolation(V1CpusetBase):
             "root_sched_load_balance": cg.read(root / "cpuset.sched_load_balance"),
             "dut_cpu_exclusive": cg.read(dut_cg / "cpuset.cpu_exclusive"),
             "tasks_moved": len(moved), "tasks_verified_in_housekeeping": len(in_hk & set(moved)),
+            "tasks_exited_since_move": len(exited),
             "tasks_not_movable": failed, "left_in_root": len(still_root),
             "left_in_root_user_tasks": len(root_user), "init_kept_in_root": kept_init,
-            "self_pid": os.getpid(), "notes": dict(self.notes),
+            "self_pid": os.getpid(), "notes": dict(self.notes), "move_passes": passes,
         }
         if report["dut_sched_load_balance"] != "0" or report["dut_cpus"] != dut:
             raise cg.CgroupError(f"v1 recipe did not take: read back {report}")
@@ -280,6 +302,27 @@ class V2Isolation(Isolation):
             raise cg.CgroupError(f"{d}/cpuset.cpus.partition reads {part!r}, expected {self.partition!r}")
         return IsolationInfo("v2", dut, hk, d / "cgroup.procs",
                              report={"dut_cgroup": str(d), "partition": part, "allowed_cpus_slices": slices_set})
+
+
+def _host_lock(timeout_s: float) -> int:
+    """One CPU isolation at a time on a host (two recipes would fight over the same tasks and
+    settings): an flock on <state dir>/cpu-isolation.lock, released when closed or when the
+    process dies."""
+    import fcntl
+    import time
+
+    run_state.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_state.STATE_DIR / "cpu-isolation.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise NotRunnable(f"another benchbook run kept the CPU isolation lock for {timeout_s:g} s") from None
+            time.sleep(0.1)
 
 
 RECIPES = {"none": NoIsolation, "v1": V1Isolation, "v2": V2Isolation}

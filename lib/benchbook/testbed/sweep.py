@@ -155,10 +155,14 @@ def sweep_leftovers(log: CommandLog | None = None) -> SweepReport:
                 rep.removed.append(f"dpdk runtime dir {d}")
 
     # settings changed by dead runs, back to their recorded values; then their state files
+    held_by_live = {path for tok, data in states.items() if tok in live for path, _ in data.get("restore", [])}
     for tok, data in states.items():
         if tok in live:
             continue
         for path, previous in reversed(data.get("restore", [])):
+            if path in held_by_live:
+                rep.kept_live.append(f"setting {path} (a live run changed it too and will restore it)")
+                continue
             try:
                 Path(path).write_text(previous)
                 rep.removed.append(f"restored {path}")
