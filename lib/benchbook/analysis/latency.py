@@ -163,9 +163,9 @@ def match_captures(
     kept: list[tuple[np.ndarray, ...]] = []
     writer = None
     if out_parquet is not None:
-        from benchbook.analysis.latency_table import LatencyParquetWriter
+        from benchbook.analysis.latency_table import LatencyParquetWriter, ThreadedWriter
 
-        writer = LatencyParquetWriter(Path(out_parquet))
+        writer = ThreadedWriter(LatencyParquetWriter(Path(out_parquet)))
     id_from_key = isinstance(key, IdKey)
     try:
         while True:

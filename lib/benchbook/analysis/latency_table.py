@@ -38,6 +38,44 @@ class LatencyParquetWriter:
         self._w.close()
 
 
+class ThreadedWriter:
+    """Runs a writer's write() in a background thread (pyarrow releases the GIL while encoding,
+    so Parquet output overlaps with matching). At most ``depth`` batches wait."""
+
+    def __init__(self, inner: LatencyParquetWriter, depth: int = 2) -> None:
+        import queue
+        import threading
+
+        self.inner = inner
+        self.q: "queue.Queue" = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None
+        self.t = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self.inner.write(*item)
+                except BaseException as exc:  # reported in close()
+                    self.error = exc
+
+    def write(self, *batch: np.ndarray) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put(batch)
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.t.join()
+        self.inner.close()
+        if self.error is not None:
+            raise self.error
+
+
 def read_latencies(path: str | Path) -> dict[str, np.ndarray]:
     """Read a latencies.parquet back into numpy arrays."""
     import pyarrow.parquet as pq

@@ -113,7 +113,7 @@ def _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, by_wind
     c[C_HEAD] = h + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def match_step(
     t_hi, t_lo, t_seq, r_hi, r_lo, r_t, r_idx, r_state, c,
     pre_t, pre_hi, pre_lo, pre_ok, pre_base, i, pre_done,
@@ -233,7 +233,7 @@ def match_step(
     return i, j, nout
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def finish(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, ident):
     """Both captures are done: every pre packet still waiting is lost."""
     rmask = r_hi.shape[0] - 1
@@ -242,7 +242,7 @@ def finish(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, ident):
         _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, False, ident)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def id_keys(data, offsets, caplen, offset, width, big, out_hi, out_lo, ok):
     """Key = the unsigned integer of ``width`` bytes at frame ``offset``."""
     for k in range(offsets.shape[0]):
@@ -271,7 +271,7 @@ def _mix(h, w, m):
     return h * GOLDEN
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
     """MoonSniff/pos key: frame bytes [start, end) with IPv4 header and UDP/TCP checksums zeroed,
     hashed to 128 bits (two independent 64-bit hashes)."""

@@ -37,6 +37,12 @@ class _Buffer:
         self.fill = 0
         self.base = 0
         self.eof = False
+        whole = src.mapped()
+        if whole is not None:  # plain file: map it, no copies and no refills
+            self.buf, self.fill, self.eof = whole, len(whole), True
+
+    def release(self) -> None:
+        self.src.release(self.base + self.pos - (1 << 20))
 
     def refill(self, need: int = 0) -> None:
         """Start a new buffer holding the unread bytes plus as much new data as fits.
@@ -147,6 +153,7 @@ def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[Pa
                     linktype & 0xFFFF, snaplen,
                 )
                 index += n
+                b.release()
             if status == scan.BAD_LENGTH:
                 incl = struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
                 raise CaptureFormatError(
@@ -295,6 +302,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[
                     ifs.snap[0] if ifs.snap else 0,
                 )
                 index += n
+                b.release()
             if status == scan.BAD_LENGTH:
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 raise CaptureFormatError(

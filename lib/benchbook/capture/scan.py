@@ -54,7 +54,7 @@ def _u32(buf, p, big):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scan_pcap(buf, pos, end, big, ts_mult, max_caplen, max_n, ts, cap, wire, off, foff, base):
     """Walk libpcap records in buf[pos:end]. Returns (pos, n, status)."""
     n = 0
@@ -96,7 +96,7 @@ def _ticks_to_ns(t, kind, param, offset_ns):
     return np.int64(secs) * 1_000_000_000 + np.int64(fns) + offset_ns
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scan_pcapng(
     buf, pos, end, big, if_kind, if_param, if_offset, if_snap, n_if,
     max_n, ts, cap, wire, off, foff, base, last_ts,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import mmap
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,6 +30,36 @@ class ByteSource:
         else:
             self._stream = self._raw
 
+    def mapped(self) -> np.ndarray | None:
+        """The whole (uncompressed, non-empty, regular) file as a read-only mmap'ed array, else None."""
+        if self.compressed:
+            return None
+        try:
+            mm = mmap.mmap(self._raw.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):
+            return None
+        try:
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+        except (AttributeError, OSError):
+            pass
+        self._mm = mm
+        return np.frombuffer(mm, np.uint8)
+
+    def release(self, upto: int) -> None:
+        """Let the kernel drop mapped pages before file offset ``upto`` from our resident set
+        (they are re-read from the page cache if a chunk still looks at them)."""
+        mm = getattr(self, "_mm", None)
+        if mm is None:
+            return
+        end = upto - upto % mmap.PAGESIZE
+        start = getattr(self, "_released", 0)
+        if end > start:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+            except (AttributeError, OSError):
+                return
+            self._released = end
+
     def read_into(self, buf: np.ndarray, start: int) -> int:
         """Fill buf[start:] as far as the data goes; return the number of bytes read."""
         view = memoryview(buf)[start:]
@@ -44,6 +75,12 @@ class ByteSource:
         return total
 
     def close(self) -> None:
+        mm = getattr(self, "_mm", None)
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:  # chunks still refer to the mapping: it goes when they do
+                pass
         if self._stream is not self._raw:
             self._stream.close()
         self._raw.close()
