@@ -1,0 +1,59 @@
+"""benchbook's EVT extension on the Wiedner et al. data: tail samples from 100 ns histograms,
+GPD return levels per repeat, and clusters among the worst-5000 packets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchbook.reproduce import scheerer, wiedner
+from benchbook.tools import pos_evaluator as pe
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return wiedner.load_catalogue(verify=False)
+
+
+def test_hist_tail_sample_plain():
+    hist = pd.DataFrame({"latency_bucket": [300, 100, 200, 400, 500], "count": [5, 90, 3, 1, 1]})
+    sample, u, n = scheerer.hist_tail_sample(hist, 0.95)
+    # sorted cumulative counts: 90 (100), 93 (200), 98 (300), 99 (400), 100 (500): the 95 % quantile
+    # lies in bucket 300, the threshold is its upper edge, the tail is the buckets above (midpoints)
+    assert n == 100
+    assert u == 400.0
+    assert sample.tolist() == [450.0, 550.0]
+
+
+def test_return_levels_for_one_cell(cat):
+    cell = next(c for c in wiedner.TABLE3_CELLS if c.folder == "vm/rt-optimized")
+    tab = scheerer.wiedner_tail_table(cat, [cell], 1_000_000, tail_quantile=0.999999)
+    assert list(tab.fit_repeat) == [0, 1, 2]
+    assert (tab.n_exceed.between(150, 180)).all()  # ~1e-6 of 1.7e8 packets
+    maxima = {0: 124.12, 1: 112.91, 2: 130.738}
+    for rec in tab.itertuples():
+        assert rec.observed_max_us == pytest.approx(maxima[rec.fit_repeat], abs=0.001)
+        assert rec.ci_low_us < rec.return_level_us < rec.ci_high_us
+        assert rec.profile_low_us < rec.return_level_us < rec.profile_high_us
+        # a heavy tail (xi > 0) gives a profile interval longer upwards than the delta interval
+        if rec.xi > 0:
+            assert rec.profile_high_us - rec.return_level_us > rec.return_level_us - rec.profile_low_us
+        assert rec.others_inside + rec.others_above + rec.others_below == 2
+    # the return level of a run of n packets lies near the quantile 1 - 1/n, i.e. within the tail
+    assert (tab.return_level_us > tab.threshold_us).all()
+    assert (tab.return_level_us < 2 * tab.observed_max_us).all()
+
+
+def test_worst_clusters(cat):
+    cl = scheerer.worst_clusters(cat)
+    assert len(cl) == 2
+    kv = cl[cl.run.str.startswith("kernel/vanilla-non-optimized")].iloc[0]
+    # the 9.97 ms maximum is one burst of hundreds of delayed packets: strongly dependent extremes
+    assert kv.max_us == pytest.approx(9969.078)
+    assert kv.max_cluster_size > 100 and kv.extremal_index < 0.05
+    bm = cl[cl.run.str.startswith("bare-metal/rt-optimized")].iloc[0]
+    assert bm.n_exceed == 5000 and bm.n_clusters > kv.n_clusters
+    w = pe.read_worst(cat[cat.worst_path.notna()].iloc[0].worst_path)
+    assert np.isclose(w.latency.min() / 1000, cl.threshold_us.min()) or np.isclose(
+        w.latency.min() / 1000, cl.threshold_us.max())
