@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchbook.experiment.lock import ExperimentLock
-from benchbook.experiment.record import RECORD_NAME, RunRecordError, read_record, write_json_atomic, write_record
+from benchbook.experiment.record import RunRecordError, read_record, write_json_atomic, write_record
 from benchbook.paths import RUNS_DIR
 
 SWEEP_NAME = "sweep.json"
@@ -224,7 +224,7 @@ def run_sweep(
         todo = [by_key[k] for k in manifest["order"] if by_key[k]["status"] != "complete"]
         outcome.skipped = [p["key"] for p in manifest["points"] if p["status"] == "complete"]
         fingerprint = host_fingerprint() if todo else None
-        bar = _progress(len(manifest["points"]), len(outcome.skipped), enabled=progress)
+        bar = _Bar(len(manifest["points"]), len(outcome.skipped), enabled=progress)
         try:
             for p in todo:
                 order_index = manifest["order"].index(p["key"])
@@ -287,18 +287,3 @@ class _Bar:
         if self.progress:
             self.progress.stop()
 
-
-def _progress(total: int, done: int, enabled: bool) -> _Bar:
-    return _Bar(total, done, enabled)
-
-
-def complete_records(experiment_dir: Path) -> list[dict[str, Any]]:
-    """Validated records of the complete runs directly under an experiment directory."""
-    from benchbook.experiment.record import iter_run_dirs
-
-    out = []
-    for d in iter_run_dirs(Path(experiment_dir)):
-        rec = read_record(d / RECORD_NAME)
-        if rec["status"] == "complete":
-            out.append(rec)
-    return out

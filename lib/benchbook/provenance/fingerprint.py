@@ -47,20 +47,6 @@ def kernel() -> dict[str, Any]:
     return info
 
 
-def _cpu_list(text: str) -> list[int]:
-    cpus: list[int] = []
-    for part in text.replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            a, b = part.split("-", 1)
-            cpus.extend(range(int(a), int(b) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
-
-
 def cpu() -> dict[str, Any]:
     info: dict[str, Any] = {"count": os.cpu_count()}
     cpuinfo = _read("/proc/cpuinfo")
