@@ -1,0 +1,206 @@
+"""Capture reading and latency matching: benchbook against dpkt, scapy, tshark, pyshark and a
+straightforward dpkt matching script, on the same generated nanosecond pcap pair.
+
+Full run: scan on a 2 M-packet pair side; `benchbook latency` from the shell on 2 x 10 M; peak RSS
+for 2 x 10 M and 2 x 50 M (the 50 M pair needs ~8 GB under benchmarks/work/). pyshark and the dpkt
+matching script run on a subsample (first N packets) and are extrapolated as rates; the notes say so.
+Generated captures are kept in benchmarks/work/ (git-ignored) and reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+PY = sys.executable
+
+
+def pair(n: int) -> tuple[Path, Path, dict]:
+    """A generated ns pcap pair of n packets per side (1 Mpkt/s, 0.1 % loss/dup/reorder)."""
+    from benchbook.capture.synth import make_capture_pair
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    tag = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
+    pre, post, meta = WORK / f"pre-{tag}.pcap", WORK / f"post-{tag}.pcap", WORK / f"truth-{tag}.json"
+    if not (pre.exists() and post.exists() and meta.exists()):
+        t = make_capture_pair(pre, post, n, rate_pps=1e6, loss=0.001, duplicate=0.001, reorder=0.001,
+                              seed=42, keep_arrays=False)
+        meta.write_text(json.dumps(t.counts()))
+    return pre, post, json.loads(meta.read_text())
+
+
+def _best(fn, repeat: int = 2) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def child_run(cmd: list[str]) -> tuple[float, int, str]:
+    """Run cmd in a fresh child; return (wall seconds, peak RSS of that child in KiB, stdout)."""
+    probe = (
+        "import resource, subprocess, sys, time, json\n"
+        "t = time.perf_counter()\n"
+        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "dt = time.perf_counter() - t\n"
+        "print(json.dumps({'s': dt, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+        " 'rc': r.returncode, 'out': r.stdout, 'err': r.stderr[-2000:]}))\n"
+    )
+    res = json.loads(subprocess.run([PY, "-c", probe, *cmd], capture_output=True, text=True, check=True).stdout)
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd[:3]} failed: {res['err']}")
+    return res["s"], res["rss"], res["out"]
+
+
+def row(name, ours, other, tool, unit, note, higher_is_better=True):
+    ratio = (ours / other if higher_is_better else other / ours) if ours and other else float("nan")
+    return {"name": name, "benchbook": ours, "other": other, "other_tool": tool, "unit": unit,
+            "ratio": ratio, "note": note}
+
+
+def run(quick: bool) -> list[dict]:
+    import numpy as np  # noqa: F401
+
+    from benchbook.analysis.latency import IdKey, match_captures
+    from benchbook.capture import open_capture
+
+    rows: list[dict] = []
+    n_scan = 200_000 if quick else 2_000_000
+    pre, post, truth = pair(n_scan)
+
+    # ---- scanning one capture ----------------------------------------------------------------
+    def ours():
+        n = 0
+        for ch in open_capture(pre):
+            n += len(ch)
+        assert n == n_scan
+
+    ours()  # load the cached JIT code outside the timing
+    t_ours = _best(ours, 3)
+    ours_mpps = n_scan / t_ours / 1e6
+
+    import dpkt
+
+    def dpkt_scan():
+        n = 0
+        with open(pre, "rb") as f:
+            for _ts, _buf in dpkt.pcap.Reader(f):
+                n += 1
+        assert n == n_scan
+
+    t = _best(dpkt_scan, 1)
+    rows.append(row("scan ns pcap (timestamps, lengths, frames)", ours_mpps, n_scan / t / 1e6, "dpkt pcap.Reader",
+                    "Mpkt/s", f"{n_scan:,} packets of 64 B, page cache warm, in-process"))
+
+    from scapy.utils import RawPcapReader
+
+    def scapy_scan():
+        n = 0
+        for _buf, _meta in RawPcapReader(str(pre)):
+            n += 1
+        assert n == n_scan
+
+    t = _best(scapy_scan, 1)
+    rows.append(row("scan ns pcap", ours_mpps, n_scan / t / 1e6, "scapy RawPcapReader", "Mpkt/s", "same file, in-process"))
+
+    if shutil.which("tshark"):
+        t0 = time.perf_counter()
+        out = subprocess.run(["tshark", "-r", str(pre), "-T", "fields", "-e", "frame.time_epoch", "-e", "frame.len"],
+                             capture_output=True, text=True, check=True).stdout
+        t = time.perf_counter() - t0
+        n = out.count("\n")
+        rows.append(row("scan ns pcap", ours_mpps, n / t / 1e6, "tshark -T fields", "Mpkt/s",
+                        f"tshark prints time and length of all {n:,} packets; includes its start-up"))
+        import pyshark
+
+        n_sub = 2_000 if quick else 10_000
+        sub = WORK / f"sub-{n_sub}.pcap"
+        subprocess.run(["editcap", "-r", str(pre), str(sub), f"1-{n_sub}"], check=True, capture_output=True)
+
+        def pyshark_scan():
+            cap = pyshark.FileCapture(str(sub), keep_packets=False)
+            k = 0
+            for p in cap:
+                _ = p.sniff_time, p.length
+                k += 1
+            cap.close()
+            assert k == n_sub
+
+        t = _best(pyshark_scan, 1)
+        rows.append(row("scan ns pcap", ours_mpps, n_sub / t / 1e6, "pyshark FileCapture", "Mpkt/s",
+                        f"pyshark on the first {n_sub:,} packets, extrapolated as a rate"))
+
+    # ---- in-process matching core ------------------------------------------------------------
+    warnings.simplefilter("ignore")
+    match_captures(pre, post, IdKey(42), keep_arrays=False)  # JIT load
+    res = {}
+
+    def core():
+        res["r"] = match_captures(pre, post, IdKey(42), keep_arrays=False)
+
+    t_core = _best(core, 2)
+    matched = res["r"].counts["matched"]
+    assert matched == truth["matched"], (matched, truth)
+    core_rate = matched / t_core / 1e6
+
+    # the dpkt baseline on a subsample of the same pair
+    n_dpkt = 50_000 if quick else 500_000
+    t_d, _rss_d, out = child_run([PY, str(HERE / "baselines" / "dpkt_match.py"), str(pre), str(post),
+                                  "--limit", str(n_dpkt)])
+    d = json.loads(out)
+    dpkt_rate = d["matched"] / t_d / 1e6
+    rows.append(row("latency matching, in-process core", core_rate, dpkt_rate, "dpkt script (baselines/dpkt_match.py)",
+                    "M matched pkt/s", f"core: {n_scan:,} per side, no output files; dpkt: first {n_dpkt:,} per side, "
+                    "whole script from the shell incl. start-up, extrapolated as a rate"))
+
+    # ---- `benchbook latency` from the shell -------------------------------------------------
+    n_cli = 1_000_000 if quick else 10_000_000
+    cpre, cpost, ctruth = pair(n_cli)
+    bb = [str(Path(PY).with_name("benchbook")), "latency", str(cpre), str(cpost), "-o", str(WORK / f"out-{n_cli}"),
+          "--id-offset", "42"]
+    child_run(bb)  # first run may compile/cache; measured run is the second
+    t_cli, rss_cli, out = child_run(bb)
+    s = json.loads((WORK / f"out-{n_cli}" / "summary.json").read_text())
+    assert s["matched"] == ctruth["matched"]
+    cli_rate = s["matched"] / t_cli / 1e6
+    rows.append(row(f"`benchbook latency` 2 x {n_cli / 1e6:g} M ns pcap, from the shell", cli_rate, dpkt_rate,
+                    "dpkt script (baselines/dpkt_match.py)", "M matched pkt/s",
+                    f"wall {t_cli:.2f} s incl. interpreter start-up, cached JIT, parquet + hlog + hdr.html + summary; "
+                    f"dpkt on the first {n_dpkt:,} packets per side, extrapolated; dpkt's float timestamps also lose ns precision"))
+    rows.append(row(f"peak RSS `benchbook latency` 2 x {n_cli / 1e6:g} M", rss_cli / 1024, 1024.0, "limit 1 GiB", "MiB",
+                    "resource.getrusage(RUSAGE_CHILDREN).ru_maxrss of the child; ratio = limit / used",
+                    higher_is_better=False))
+    if not quick:
+        n_big = 50_000_000
+        free = shutil.disk_usage(WORK).free
+        if free < 10 * 2**30 and not (WORK / "pre-50M.pcap").exists():
+            rows.append(row("peak RSS `benchbook latency` 2 x 50 M", float("nan"), 1024.0, "limit 1 GiB", "MiB",
+                            f"skipped: {free / 2**30:.1f} GiB free, the pair needs 8 GB"))
+        else:
+            bpre, bpost, btruth = pair(n_big)
+            bb_big = bb.copy()
+            bb_big[2], bb_big[3], bb_big[5] = str(bpre), str(bpost), str(WORK / "out-50M")
+            t_big, rss_big, _ = child_run(bb_big)
+            s = json.loads((WORK / "out-50M" / "summary.json").read_text())
+            assert s["matched"] == btruth["matched"]
+            rows.append(row("peak RSS `benchbook latency` 2 x 50 M", rss_big / 1024, 1024.0, "limit 1 GiB", "MiB",
+                            f"vs {rss_cli / 1024:.0f} MiB for 2 x 10 M: flat with capture size; wall {t_big:.1f} s, "
+                            f"{s['matched'] / t_big / 1e6:.2f} M matched pkt/s; percentiles: "
+                            f"{s['percentile_method'].split(':')[0]}", higher_is_better=False))
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run("--quick" in sys.argv):
+        print(r)
