@@ -299,6 +299,9 @@ def point_metrics(p: dict[str, Any]) -> dict[str, Any]:
     m.update({
         "requested_pps": lg["requested_pps"], "achieved_pps": lg["achieved_pps"],
         "rate_deviation_rel": lg.get("rate_deviation_rel"), "sent": sent,
+        # bit rates, conventions stated: L2 counts the frame incl. FCS, "wire" adds preamble + IFG (20 B)
+        "achieved_l2_mbps": lg["achieved_pps"] * lg["frame_size"] * 8 / 1e6,
+        "achieved_wire_mbps": lg["achieved_pps"] * (lg["frame_size"] + 20) * 8 / 1e6,
         "pre_captured": caps["pre"]["captured"], "post_captured": caps["post"]["captured"],
         "capture_drops_pre": _drops(caps["pre"], sent), "capture_drops_post": _drops(caps["post"], None),
         "kernel_drops_pre": caps["pre"]["dropped_by_kernel"], "kernel_drops_post": caps["post"]["dropped_by_kernel"],
