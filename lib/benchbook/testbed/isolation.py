@@ -91,11 +91,7 @@ def mode_status(mode: str) -> tuple[bool, str]:
         return False, "needs at least two online CPUs"
     if mode == "v2":
         return v2_cpuset_status()
-    ok, why = v1_cpuset_status()
-    if mode == "none" and not ok:
-        ok2, why2 = v2_cpuset_status()
-        return ok2, why2
-    return ok, why
+    return v1_cpuset_status()  # "none" also uses a v1 cpuset (pure-v2 hosts: not implemented)
 
 
 class Isolation:
