@@ -215,14 +215,14 @@ def hist_distribution(path: Path | str):
 
 def hist_hdr(path: Path | str, significant_figures: int = 3):
     """The 100 ns histogram recorded into a benchbook HdrHistogram (bucket floors, with counts)."""
+    import numpy as np
+
     from benchbook.analysis.hdr import HdrHistogram
 
     df = read_hist(path)
     h = HdrHistogram(significant_figures=significant_figures)
-    values = df["latency_bucket"].to_numpy()
-    counts = df["count"].to_numpy()
-    keep = values > 0  # HdrHistogram's lowest discernible value is 1 ns
-    h.record(values[keep], counts[keep])
+    if len(df):
+        h.record(df["latency_bucket"].to_numpy(dtype=np.int64), df["count"].to_numpy(dtype=np.int64))
     return h
 
 
