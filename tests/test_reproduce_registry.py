@@ -44,7 +44,7 @@ def test_good_entry_and_tolerances(tmp_path):
     e = load_entry_file(write(tmp_path, GOOD))
     pv = e.published_value("x")
     assert pv.matches(1.6) and pv.matches(1.4) and not pv.matches(1.61) and not pv.matches(float("nan"))
-    assert pv.tolerance_text() == "±0.1 us"
+    assert pv.tolerance_text() == "±0.1 µs"
     with pytest.raises(KeyError, match="no \\[\\[published\\]\\] value named 'y'"):
         e.published_value("y")
     rel = load_entry_file(write(tmp_path, GOOD.replace("tolerance_abs = 0.1", "tolerance_rel = 0.01")))

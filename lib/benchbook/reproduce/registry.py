@@ -80,7 +80,8 @@ class PublishedValue:
     def tolerance_text(self) -> str:
         parts = []
         if self.tolerance_abs is not None:
-            parts.append(f"±{self.tolerance_abs:g} {self.unit}")
+            unit = {"us": "µs"}.get(self.unit, self.unit)
+            parts.append(f"±{self.tolerance_abs:g} {unit}".rstrip())
         if self.tolerance_rel is not None:
             parts.append(f"±{self.tolerance_rel * 100:g} %")
         return " or ".join(parts) if parts else "exact"

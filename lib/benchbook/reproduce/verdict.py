@@ -44,6 +44,9 @@ class VerdictRow:
             raise ValueError(f"verdict status {self.status!r} is not one of {', '.join(STATUSES)}")
 
 
+_UNIT_DISPLAY = {"us": "µs"}
+
+
 def _fmt(value: Any, unit: str = "") -> str:
     if value is None:
         return "-"
@@ -53,7 +56,7 @@ def _fmt(value: Any, unit: str = "") -> str:
         text = f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.6g}"
     else:
         text = str(value)
-    return f"{text} {unit}".strip()
+    return f"{text} {_UNIT_DISPLAY.get(unit, unit)}".strip()
 
 
 @dataclass
