@@ -79,3 +79,30 @@ def test_unknown_mode():
     with pytest.raises(NotRunnable, match="unknown isolation mode"):
         isolation("v3", new_token())
     assert mode_status("v3")[0] is False
+
+
+def test_sigkilled_recipe_is_undone_by_the_sweep():
+    import subprocess
+    import sys
+
+    from benchbook.testbed.sweep import sweep_leftovers
+
+    root = _v1_root()
+    before_lb = cg.read(root / "cpuset.sched_load_balance")
+    code = ("import time\n"
+            "from benchbook.testbed.isolation import isolation\n"
+            "from benchbook.testbed.names import new_token\n"
+            "with isolation('v1', new_token()) as info:\n"
+            "    print(info.report['housekeeping_cgroup'], flush=True)\n"
+            "    time.sleep(300)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    hk = Path(child.stdout.readline().strip())
+    assert hk.is_dir() and cg.read(root / "cpuset.sched_load_balance") == "0"
+    child.kill()
+    child.wait()
+    assert hk.is_dir(), "SIGKILL cannot undo: the recipe is still applied"
+    rep = sweep_leftovers()
+    assert not hk.exists() and not (root / hk.name.replace("-hk", "-dut")).exists()
+    assert cg.read(root / "cpuset.sched_load_balance") == before_lb
+    assert any("sched_load_balance" in r for r in rep.removed)
+    assert not _my_cpuset().startswith(f"/{hk.name}"), "moved tasks are back in the root cpuset"

@@ -159,17 +159,21 @@ def sweep_leftovers(log: CommandLog | None = None) -> SweepReport:
     for tok, data in states.items():
         if tok in live:
             continue
+        failed = False
         for path, previous in reversed(data.get("restore", [])):
             if path in held_by_live:
                 rep.kept_live.append(f"setting {path} (a live run changed it too and will restore it)")
+                failed = True  # keep the record: retried by a later sweep
                 continue
             try:
                 Path(path).write_text(previous)
                 rep.removed.append(f"restored {path}")
             except OSError as exc:
-                rep.errors.append(f"restore {path}: {exc}")
-        try:
-            (run_state.STATE_DIR / f"{tok}.json").unlink()
-        except FileNotFoundError:
-            pass
+                failed = True
+                rep.errors.append(f"restore {path}: {exc} (kept for the next sweep)")
+        if not failed:
+            try:
+                (run_state.STATE_DIR / f"{tok}.json").unlink()
+            except FileNotFoundError:
+                pass
     return rep
