@@ -92,7 +92,14 @@ def _rebuild(t_hi, t_lo, t_seq, r_hi, r_lo, c, rmask, tmask, ident):
     c[C_TOMB] = 0
     for q in range(c[C_HEAD], c[C_TAIL]):
         r = q & rmask
-        _insert(t_hi, t_lo, t_seq, r_hi[r], r_lo[r], q, tmask, ident, c)
+        hi = r_hi[r]
+        lo = r_lo[r]
+        s = _home(hi, lo, tmask, ident)
+        while t_seq[s] >= 0:
+            s = (s + 1) & tmask
+        t_hi[s] = hi
+        t_lo[s] = lo
+        t_seq[s] = q
 
 
 @njit(cache=True)
@@ -124,15 +131,31 @@ def match_step(
     """Advance both streams in time order. Returns (i, j, n_out).
 
     Returns when a stream's chunk is used up (and the stream is not done), when the output arrays
-    are full, or when both streams are finished.
+    are full, or when both streams are finished. The table operations are written out inline:
+    calling array-taking helpers costs tens of ns per call (reference counting).
     """
     window = r_hi.shape[0]
     rmask = window - 1
     tmask = t_seq.shape[0] - 1
+    tomb_limit = (tmask + 1) >> 2
     npre = pre_t.shape[0]
     npost = post_t.shape[0]
     cap = out_id.shape[0]
     nout = 0
+    head = c[C_HEAD]
+    tail = c[C_TAIL]
+    tomb = c[C_TOMB]
+    n_pre = c[C_PRE]
+    n_post = c[C_POST]
+    last_pre = c[C_LAST_PRE_T]
+    last_post = c[C_LAST_POST_T]
+    max_idx = c[C_MAX_MATCHED_IDX]
+    lost = c[C_LOST]
+    matched = c[C_MATCHED]
+    reordered = c[C_REORDERED]
+    unmatched = c[C_UNMATCHED_POST]
+    max_pending = c[C_MAX_PENDING]
+    reorder_window = c[C_REORDER_WINDOW]
     while nout < cap:
         have_pre = i < npre
         have_post = j < npost
@@ -146,19 +169,29 @@ def match_step(
             break
         if take_pre:
             t = pre_t[i]
-            c[C_PRE] += 1
-            if c[C_PRE] > 1 and t < c[C_LAST_PRE_T]:
+            n_pre += 1
+            if n_pre > 1 and t < last_pre:
                 c[C_BACK_PRE] += 1
-            c[C_LAST_PRE_T] = t
+            last_pre = t
             if not pre_ok[i]:
                 c[C_UNKEYED_PRE] += 1
                 i += 1
                 continue
             hi = pre_hi[i]
             lo = pre_lo[i]
-            s = _find(t_hi, t_lo, t_seq, hi, lo, tmask, id_from_key)
-            if s >= 0:
-                r = t_seq[s] & rmask
+            # is the key waiting already?
+            s = _home(hi, lo, tmask, id_from_key)
+            found = -1
+            while True:
+                q = t_seq[s]
+                if q == EMPTY:
+                    break
+                if q >= 0 and t_lo[s] == lo and t_hi[s] == hi:
+                    found = s
+                    break
+                s = (s + 1) & tmask
+            if found >= 0:
+                r = t_seq[found] & rmask
                 if r_state[r] == ST_PENDING:
                     r_state[r] = ST_POISONED
                     c[C_PRE_DUP] += 2
@@ -166,70 +199,143 @@ def match_step(
                     c[C_PRE_DUP] += 1
                 i += 1
                 continue
-            if c[C_TAIL] - c[C_HEAD] >= window:
-                _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, True, id_from_key)
-            q = c[C_TAIL]
-            r = q & rmask
+            if tail - head >= window:
+                # evict the oldest waiting pre packet to make room
+                r = head & rmask
+                ehi = r_hi[r]
+                elo = r_lo[r]
+                s = _home(ehi, elo, tmask, id_from_key)
+                while True:
+                    q = t_seq[s]
+                    if q == EMPTY:
+                        break
+                    if q == head:
+                        if t_seq[(s + 1) & tmask] == EMPTY:
+                            t_seq[s] = EMPTY
+                        else:
+                            t_seq[s] = TOMB
+                            tomb += 1
+                        break
+                    s = (s + 1) & tmask
+                if r_state[r] == ST_PENDING:
+                    lost += 1
+                    c[C_WINDOW_EVICTED] += 1
+                head += 1
+            if tomb > tomb_limit:
+                c[C_HEAD] = head
+                c[C_TAIL] = tail
+                _rebuild(t_hi, t_lo, t_seq, r_hi, r_lo, c, rmask, tmask, id_from_key)
+                tomb = 0
+            r = tail & rmask
             r_hi[r] = hi
             r_lo[r] = lo
             r_t[r] = t
             r_idx[r] = pre_base + i
             r_state[r] = ST_PENDING
-            if c[C_TOMB] > (tmask + 1) >> 2:
-                _rebuild(t_hi, t_lo, t_seq, r_hi, r_lo, c, rmask, tmask, id_from_key)
-            _insert(t_hi, t_lo, t_seq, hi, lo, q, tmask, id_from_key, c)
-            c[C_TAIL] = q + 1
-            if q + 1 - c[C_HEAD] > c[C_MAX_PENDING]:
-                c[C_MAX_PENDING] = q + 1 - c[C_HEAD]
+            s = _home(hi, lo, tmask, id_from_key)
+            while t_seq[s] >= 0:
+                s = (s + 1) & tmask
+            if t_seq[s] == TOMB:
+                tomb -= 1
+            t_hi[s] = hi
+            t_lo[s] = lo
+            t_seq[s] = tail
+            tail += 1
+            if tail - head > max_pending:
+                max_pending = tail - head
             i += 1
         else:
             t = post_t[j]
-            c[C_POST] += 1
-            if c[C_POST] > 1 and t < c[C_LAST_POST_T]:
+            n_post += 1
+            if n_post > 1 and t < last_post:
                 c[C_BACK_POST] += 1
-            c[C_LAST_POST_T] = t
+            last_post = t
             # pre packets too old to match anything from now on leave the window
-            while c[C_HEAD] < c[C_TAIL] and r_t[c[C_HEAD] & rmask] <= t - max_latency:
-                _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, False, id_from_key)
+            limit = t - max_latency
+            while head < tail and r_t[head & rmask] <= limit:
+                r = head & rmask
+                ehi = r_hi[r]
+                elo = r_lo[r]
+                s = _home(ehi, elo, tmask, id_from_key)
+                while True:
+                    q = t_seq[s]
+                    if q == EMPTY:
+                        break
+                    if q == head:
+                        if t_seq[(s + 1) & tmask] == EMPTY:
+                            t_seq[s] = EMPTY
+                        else:
+                            t_seq[s] = TOMB
+                            tomb += 1
+                        break
+                    s = (s + 1) & tmask
+                if r_state[r] == ST_PENDING:
+                    lost += 1
+                head += 1
             if not post_ok[j]:
                 c[C_UNKEYED_POST] += 1
-                c[C_UNMATCHED_POST] += 1
+                unmatched += 1
                 j += 1
                 continue
-            s = _find(t_hi, t_lo, t_seq, post_hi[j], post_lo[j], tmask, id_from_key)
-            if s < 0:
-                c[C_UNMATCHED_POST] += 1
-            else:
+            hi = post_hi[j]
+            lo = post_lo[j]
+            s = _home(hi, lo, tmask, id_from_key)
+            found = -1
+            while True:
                 q = t_seq[s]
+                if q == EMPTY:
+                    break
+                if q >= 0 and t_lo[s] == lo and t_hi[s] == hi:
+                    found = s
+                    break
+                s = (s + 1) & tmask
+            if found < 0:
+                unmatched += 1
+            else:
+                q = t_seq[found]
                 r = q & rmask
                 st = r_state[r]
                 if st == ST_MATCHED:
                     c[C_DUPLICATES] += 1
                 elif st == ST_POISONED:
-                    c[C_UNMATCHED_POST] += 1
+                    unmatched += 1
                     c[C_AMBIGUOUS] += 1
                 else:
                     lat = t - r_t[r]
                     if lat <= 0 or lat >= max_latency:
-                        c[C_UNMATCHED_POST] += 1
+                        unmatched += 1
                         c[C_OUT_OF_RANGE] += 1
                     else:
                         r_state[r] = ST_MATCHED
-                        c[C_MATCHED] += 1
+                        matched += 1
                         pidx = r_idx[r]
-                        if pidx < c[C_MAX_MATCHED_IDX]:
-                            c[C_REORDERED] += 1
+                        if pidx < max_idx:
+                            reordered += 1
                         else:
-                            c[C_MAX_MATCHED_IDX] = pidx
-                        depth = c[C_TAIL] - q
-                        if depth > c[C_REORDER_WINDOW]:
-                            c[C_REORDER_WINDOW] = depth
+                            max_idx = pidx
+                        depth = tail - q
+                        if depth > reorder_window:
+                            reorder_window = depth
                         out_id[nout] = r_lo[r] if id_from_key else np.uint64(pidx)
                         out_tpre[nout] = r_t[r]
                         out_tpost[nout] = t
                         out_lat[nout] = lat
                         nout += 1
             j += 1
+    c[C_HEAD] = head
+    c[C_TAIL] = tail
+    c[C_TOMB] = tomb
+    c[C_PRE] = n_pre
+    c[C_POST] = n_post
+    c[C_LAST_PRE_T] = last_pre
+    c[C_LAST_POST_T] = last_post
+    c[C_MAX_MATCHED_IDX] = max_idx
+    c[C_LOST] = lost
+    c[C_MATCHED] = matched
+    c[C_REORDERED] = reordered
+    c[C_UNMATCHED_POST] = unmatched
+    c[C_MAX_PENDING] = max_pending
+    c[C_REORDER_WINDOW] = reorder_window
     return i, j, nout
 
 
