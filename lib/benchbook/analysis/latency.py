@@ -86,9 +86,13 @@ class LatencyResult:
 
 
 class _KeyedStream:
-    """One capture's chunks with their keys, handed out as flat arrays."""
+    """One capture's chunks with their keys, handed out as flat arrays.
 
-    def __init__(self, path: Path, key: Key, chunk_packets: int) -> None:
+    A background thread reads and keys the next chunk while the matcher works on this one (the
+    numba kernels release the GIL), so the two captures and the matching share the cores.
+    """
+
+    def __init__(self, path: Path, key: Key, chunk_packets: int, prefetch: bool = True) -> None:
         self.path = path
         self.key = key
         self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets)
@@ -100,17 +104,32 @@ class _KeyedStream:
         self.base = 0
         self.pos = 0
         self.first_unkeyed: int | None = None
+        self.first_unkeyed_len = 0
         self.checked_snaplen = False
+        self._q = None
+        if prefetch:
+            import queue
+            import threading
 
-    def next(self) -> None:
+            self._q = queue.Queue(maxsize=1)
+            self._thread = threading.Thread(target=self._produce, name=f"keys-{path.name}", daemon=True)
+            self._thread.start()
+
+    def _produce(self) -> None:
+        try:
+            while True:
+                item = self._keyed()
+                self._q.put(item)
+                if item is None:
+                    return
+        except BaseException as exc:  # handed to the consumer
+            self._q.put(exc)
+
+    def _keyed(self):
         try:
             ch = next(self.it)
         except StopIteration:
-            self.done = True
-            self.t = self.t[:0]
-            self.base += self.pos
-            self.pos = 0
-            return
+            return None
         n = len(ch)
         hi = np.empty(n, np.uint64)
         lo = np.empty(n, np.uint64)
@@ -128,13 +147,27 @@ class _KeyedStream:
             mk.id_keys(ch.data, ch.offsets, ch.caplen, k.offset, k.width, k.byteorder == "big", hi, lo, ok)
         else:
             mk.content_keys(ch.data, ch.offsets, ch.caplen, self.key.start, self.key.end, hi, lo, ok)
-        if self.first_unkeyed is None and not ok.all():
+        unkeyed = None
+        if not ok.all():
             bad = int(np.argmin(ok))
-            self.first_unkeyed = int(ch.file_offsets[bad])
-            self.first_unkeyed_len = int(ch.caplen[bad])
-        self.base = ch.first_index
+            unkeyed = (int(ch.file_offsets[bad]), int(ch.caplen[bad]))
+        return ch.first_index, ch.ts_ns, hi, lo, ok, unkeyed
+
+    def next(self) -> None:
+        item = self._q.get() if self._q is not None else self._keyed()
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            self.done = True
+            self.t = self.t[:0]
+            self.base += self.pos
+            self.pos = 0
+            return
+        first_index, self.t, self.hi, self.lo, self.ok, unkeyed = item
+        if unkeyed is not None and self.first_unkeyed is None:
+            self.first_unkeyed, self.first_unkeyed_len = unkeyed
+        self.base = first_index
         self.pos = 0
-        self.t, self.hi, self.lo, self.ok = ch.ts_ns, hi, lo, ok
 
 
 def match_captures(
@@ -146,7 +179,7 @@ def match_captures(
     window_packets: int = DEFAULT_WINDOW,
     keep_arrays: bool = True,
     on_batch: BatchCallback | None = None,
-    chunk_packets: int = 1 << 20,
+    chunk_packets: int = 1 << 18,
 ) -> LatencyResult:
     """Match two captures; see the module docstring for the rules.
 

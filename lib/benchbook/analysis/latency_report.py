@@ -64,6 +64,11 @@ class _Accumulator:
             lo = 0
         if lo == hi:
             self._interval(lo).record(lat)
+        elif hi - lo <= 8:  # the usual case: a batch spans one or two seconds
+            for k in range(lo, hi + 1):
+                sel = lat[idx == k]
+                if len(sel):
+                    self._interval(k).record(sel)
         else:
             order = np.argsort(idx, kind="stable")
             sidx = idx[order]
@@ -113,9 +118,11 @@ class _Accumulator:
         if n == 0:
             return {p: None for p in PERCENTILES}, "none: no matched packets"
         if self.exact:
-            values = np.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0]
+            values = np.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0].copy()
+            self.parts = []
             ranks = sorted({discrete_rank(float(p), n) - 1 for p in PERCENTILES})
-            part = np.partition(values, ranks)
+            values.partition(ranks)  # in place: no second copy
+            part = values
             out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in PERCENTILES}
             return out, f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of packets at or below it)"
         vals = self.total.percentiles([float(p) for p in PERCENTILES])

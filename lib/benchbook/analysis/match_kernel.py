@@ -359,7 +359,12 @@ def id_keys(data, offsets, caplen, offset, width, big, out_hi, out_lo, ok):
             continue
         p = offsets[k] + offset
         v = np.uint64(0)
-        if big:
+        if width == 8 and not big:  # the common case, unrolled
+            v = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
+                 | (np.uint64(data[p + 2]) << np.uint64(16)) | (np.uint64(data[p + 3]) << np.uint64(24))
+                 | (np.uint64(data[p + 4]) << np.uint64(32)) | (np.uint64(data[p + 5]) << np.uint64(40))
+                 | (np.uint64(data[p + 6]) << np.uint64(48)) | (np.uint64(data[p + 7]) << np.uint64(56)))
+        elif big:
             for b in range(width):
                 v = (v << np.uint64(8)) | np.uint64(data[p + b])
         else:
