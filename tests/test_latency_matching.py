@@ -191,3 +191,20 @@ def test_snaplen_shorter_than_id_and_empty_capture(tmp_path):
     with pytest.warns(UserWarning, match=r"empty\.pcap: the pre capture holds no packets"):
         res = match_captures(tmp_path / "empty.pcap", tmp_path / "spost.pcap", IdKey(42))
     assert res.counts["matched"] == 0 and res.counts["unmatched_post"] == 50
+
+
+def test_zstd_and_pcapng_inputs_match_like_plain_pcap(pair, tmp_path):
+    import zstandard
+
+    from benchbook.capture import write_pcapng
+
+    d, truth = pair
+    zpre = tmp_path / "pre.pcap.zst"
+    zpre.write_bytes(zstandard.ZstdCompressor(level=1).compress((d / "pre.pcap").read_bytes()))
+    rows = read_reference(d / "post.pcap")
+    ng = write_pcapng(tmp_path / "post.pcapng", np.array([r[0] for r in rows]), [r[3] for r in rows])
+    res = match_captures(zpre, ng, IdKey(42), chunk_packets=4096)
+    assert {k: res.counts[k] for k in COUNT_KEYS} == truth.counts()
+    short = write_pcapng(tmp_path / "short.pcapng", np.array([r[0] for r in rows[:5]]), [r[3][:40] for r in rows[:5]], snaplen=40)
+    with pytest.raises(CaptureFormatError, match=r"short\.pcapng: at byte offset \d+: interface snap length 40 is shorter"):
+        match_captures(short, ng, IdKey(42))

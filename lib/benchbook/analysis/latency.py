@@ -139,9 +139,10 @@ class _KeyedStream:
             if not self.checked_snaplen:
                 self.checked_snaplen = True
                 if 0 < ch.snaplen < k.offset + k.width:
+                    pcap = ch.format == "pcap"
                     raise CaptureFormatError(
-                        self.path, 16 if ch.snaplen else 0,
-                        f"snap length {ch.snaplen} is shorter than the packet id field (bytes "
+                        self.path, 16 if pcap else int(ch.file_offsets[0]),
+                        f"{'' if pcap else 'interface '}snap length {ch.snaplen} is shorter than the packet id field (bytes "
                         f"{k.offset}..{k.offset + k.width - 1}): no packet can carry its id",
                     )
             mk.id_keys(ch.data, ch.offsets, ch.caplen, k.offset, k.width, k.byteorder == "big", hi, lo, ok)

@@ -24,7 +24,8 @@ class PacketChunk:
     source: str
     file_offsets: np.ndarray  # int64[n], byte offset of each record header in the (decompressed) file
     linktype: int = 1
-    snaplen: int = 0
+    snaplen: int = 0  # pcap header snap length, or the first pcapng interface's (0: none)
+    format: str = "pcap"  # "pcap" or "pcapng"
 
     def __len__(self) -> int:
         return int(self.ts_ns.shape[0])

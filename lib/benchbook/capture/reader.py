@@ -299,7 +299,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[
                 lt = ifs.linktype[0] if ifs.linktype else 1
                 yield PacketChunk(
                     ts[:n], cap[:n], wire[:n], off[:n], b.buf, index, str(path), foff[:n], lt,
-                    ifs.snap[0] if ifs.snap else 0,
+                    ifs.snap[0] if ifs.snap else 0, "pcapng",
                 )
                 index += n
                 b.release()
