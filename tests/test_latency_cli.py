@@ -93,3 +93,17 @@ def test_latency_command_bad_input(pair, tmp_path):
     r = subprocess.run(BENCHBOOK + ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "y")],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "--id-offset" in r.stderr
+
+
+def test_truncated_capture_warns_with_offset_and_keeps_complete_packets(pair, tmp_path):
+    d, truth = pair
+    raw = (d / "post.pcap").read_bytes()
+    cut = tmp_path / "post-cut.pcap"
+    cut.write_bytes(raw[:-10])
+    rec = 16 + 64
+    r = subprocess.run(BENCHBOOK + ["latency", str(d / "pre.pcap"), str(cut), "-o", str(tmp_path / "t"),
+                                    "--id-offset", "42", "--no-html"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"post-cut.pcap: truncated last packet record at byte offset {len(raw) - rec}" in r.stderr
+    s = json.loads((tmp_path / "t" / "summary.json").read_text())
+    assert s["post"] == truth.post - 1

@@ -192,6 +192,7 @@ def match_captures(
     b = _KeyedStream(post, key, chunk_packets)
     st = mk.new_state(window_packets)
     c = st["c"]
+    # reused output arrays; each batch is copied out (cheaper here than fresh arrays' page faults)
     cap = OUT_BATCH
     out = (np.empty(cap, np.uint64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
     kept: list[tuple[np.ndarray, ...]] = []
@@ -199,7 +200,8 @@ def match_captures(
     if out_parquet is not None:
         from benchbook.analysis.latency_table import LatencyParquetWriter, ThreadedWriter
 
-        writer = ThreadedWriter(LatencyParquetWriter(Path(out_parquet)))
+        pq_path = Path(out_parquet)
+        writer = ThreadedWriter(lambda: LatencyParquetWriter(pq_path))
     id_from_key = isinstance(key, IdKey)
     try:
         while True:

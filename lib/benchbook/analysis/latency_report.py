@@ -146,6 +146,10 @@ def analyze_captures(
     """Match the pair and write the report directory; returns the summary dict."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if html:  # import the figure stack while the matching kernels (which release the GIL) run
+        import threading
+
+        threading.Thread(target=_import_figures, name="import-figures", daemon=True).start()
     comments = [f"benchbook latency: pre={Path(pre).name} post={Path(post).name} key={key.describe()}",
                 "values in ns; one interval per second of capture time (by pre timestamp)"]
     acc = _Accumulator(out / "latency.hlog", max_latency_ns, exact_limit, comments)
@@ -181,6 +185,14 @@ def analyze_captures(
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     os.replace(tmp, out / "summary.json")
     return summary
+
+
+def _import_figures() -> None:
+    try:
+        import benchbook.figures  # noqa: F401
+        import plotly.io  # noqa: F401
+    except Exception:  # reported when the figure is made
+        pass
 
 
 def _hdr_html(total: Any, out: Path) -> str:
