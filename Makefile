@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv deps native test reproduce bench lab lock clean
+.PHONY: all venv deps java-oracle native test reproduce bench lab lock clean
 
 all: venv
 
@@ -35,13 +35,22 @@ deps:
 	  echo "deps: some Debian packages could not be installed; tests that need them skip with a reason"; \
 	else echo "deps: not root, not installing: $$missing (tests that need them skip)"; fi
 
+# HdrHistogram's Java HistogramLogProcessor is the oracle for `benchbook hist` (tests skip without it).
+HDR_JAR_VERSION := 2.2.2
+java-oracle:
+	@if ls $$HOME/.m2/repository/org/hdrhistogram/HdrHistogram/$(HDR_JAR_VERSION)/*.jar >/dev/null 2>&1; then :; \
+	elif command -v mvn >/dev/null && command -v java >/dev/null; then \
+	  mvn -q -B dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:$(HDR_JAR_VERSION) >/dev/null 2>&1 || \
+	  echo "java-oracle: could not fetch the HdrHistogram jar; its comparison tests skip"; \
+	else echo "java-oracle: no java/mvn; its comparison tests skip"; fi
+
 native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE))
 
 $(NATIVE): native/loadgen/bb-loadgen.c
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-test: venv deps native
+test: venv deps java-oracle native
 	$(BIN)/python -m pytest -q tests
 
 reproduce: venv deps native

@@ -12,6 +12,8 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from benchbook.testbed import capabilities as _probes
+
 # Debian packages that provide programs entries commonly need (for a helpful reason text).
 PROGRAM_PACKAGES = {
     "dpdk-testpmd": "dpdk",
@@ -33,25 +35,14 @@ def _root() -> str | None:
     return None if os.geteuid() == 0 else "needs root (run as root or with sudo)"
 
 
-def _kvm() -> str | None:
-    dev = Path("/dev/kvm")
-    if not dev.exists():
-        return "/dev/kvm does not exist (no hardware virtualisation here)"
-    if not os.access(dev, os.R_OK | os.W_OK):
-        return "/dev/kvm is not readable and writable by this user"
-    return None
+def _from_probe(probe: Callable[[], _probes.Capability]) -> Callable[[], str | None]:
+    """Adapt a testbed capability probe (the one source of truth) to a reason-or-None check."""
 
+    def check() -> str | None:
+        cap = probe()
+        return None if cap.ok else cap.detail
 
-def _cgroup_v2_cpuset() -> str | None:
-    ctrl = Path("/sys/fs/cgroup/cgroup.controllers")
-    candidates = [ctrl, Path("/sys/fs/cgroup/unified/cgroup.controllers")]
-    for c in candidates:
-        try:
-            if "cpuset" in c.read_text().split():
-                return None
-        except OSError:
-            continue
-    return "the cgroup v2 cpuset controller is not available (cpuset is bound to a v1 hierarchy here)"
+    return check
 
 
 def _netns() -> str | None:
@@ -69,8 +60,8 @@ def _testbed() -> str | None:
 
 SPECIAL: dict[str, Callable[[], str | None]] = {
     "root": _root,
-    "kvm": _kvm,
-    "cgroup-v2-cpuset": _cgroup_v2_cpuset,
+    "kvm": _from_probe(_probes.probe_kvm),
+    "cgroup-v2-cpuset": _from_probe(_probes.probe_cgroup_v2_cpuset),
     "netns": _netns,
     "testbed": _testbed,
 }
