@@ -188,3 +188,15 @@ def test_chunks_are_bounded_and_indexed(sample):
     # file_offsets point at the record headers
     fo = int(c.file_offsets[0])
     assert raw[fo + 16 : fo + 16 + int(c.caplen[0])] == c.frame(0)
+
+
+def test_recycled_arrays_give_the_same_packets(sample):
+    d, ts, frames = sample
+    p = write_pcap(d / "r.pcap", ts, frames)
+    want = read_all(p, chunk_packets=40)
+    got = []
+    for ch in open_capture(p, chunk_packets=40, recycle=2):
+        got.extend((int(ch.ts_ns[i]), int(ch.caplen[i]), int(ch.wirelen[i]), ch.frame(i)) for i in range(len(ch)))
+    assert got == want
+    with pytest.raises(ValueError, match="recycle"):
+        open_capture(p, recycle=1)

@@ -95,7 +95,8 @@ class _KeyedStream:
     def __init__(self, path: Path, key: Key, chunk_packets: int, prefetch: bool = True) -> None:
         self.path = path
         self.key = key
-        self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets)
+        # chunks in flight: one being keyed, one queued, one being matched; a fourth set spare
+        self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets, recycle=4 if prefetch else 2)
         self.done = False
         self.t = np.zeros(0, np.int64)
         self.hi = np.zeros(0, np.uint64)

@@ -93,14 +93,41 @@ def capture_format(path: str | Path) -> str:
 
 
 def open_capture(
-    path: str | Path, chunk_packets: int = 1 << 20, buffer_bytes: int = DEFAULT_BUFFER
+    path: str | Path, chunk_packets: int = 1 << 20, buffer_bytes: int = DEFAULT_BUFFER,
+    recycle: int = 0,
 ) -> Iterator[PacketChunk]:
-    """Yield the packets of a pcap/pcapng file (optionally zstd-compressed) in chunks."""
+    """Yield the packets of a pcap/pcapng file (optionally zstd-compressed) in chunks.
+
+    recycle=N (N >= 2) reuses N sets of per-packet arrays in turn instead of allocating new ones
+    for every chunk: a chunk's arrays then stay valid only until N - 1 further chunks have been
+    read. For consumers that finish with a chunk quickly (the latency matcher); saves the page
+    faults of fresh memory.
+    """
     if chunk_packets < 1:
         raise ValueError("chunk_packets must be >= 1")
+    if recycle == 1 or recycle < 0:
+        raise ValueError("recycle must be 0 (off) or >= 2")
     kind = capture_format(path)
     reader = _read_pcap if kind == "pcap" else _read_pcapng
-    return reader(Path(path), chunk_packets, buffer_bytes)
+    return reader(Path(path), chunk_packets, buffer_bytes, _ArrayPool(recycle))
+
+
+class _ArrayPool:
+    def __init__(self, recycle: int) -> None:
+        self.recycle = recycle
+        self.sets: list[tuple[np.ndarray, ...]] = []
+        self.turn = 0
+
+    def get(self, n: int) -> tuple[np.ndarray, ...]:
+        if not self.recycle:
+            return _alloc(n)
+        k = self.turn % self.recycle
+        self.turn += 1
+        if k >= len(self.sets):
+            self.sets.append(_alloc(n))
+        elif len(self.sets[k][0]) < n:
+            self.sets[k] = _alloc(n)
+        return tuple(a[:n] for a in self.sets[k])
 
 
 def _alloc(n: int) -> tuple[np.ndarray, ...]:
@@ -120,7 +147,7 @@ def _truncated(path: Path, b: _Buffer, what: str, need: int, count: int) -> None
     )
 
 
-def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[PacketChunk]:
+def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPool) -> Iterator[PacketChunk]:
     with ByteSource(path) as src:
         b = _Buffer(src, buffer_bytes)
         if not b.ensure(24):
@@ -141,7 +168,7 @@ def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[Pa
         while True:
             avail = b.fill - b.pos
             n_alloc = max(1, min(chunk_packets, avail // 16 + 1))
-            ts, cap, wire, off, foff = _alloc(n_alloc)
+            ts, cap, wire, off, foff = pool.get(n_alloc)
             pos, n, status = scan.scan_pcap(
                 b.buf, b.pos, b.fill, big, ts_mult, max_caplen, n_alloc, ts, cap, wire, off, foff, b.base
             )
@@ -232,7 +259,7 @@ def _parse_idb(path: Path, body: bytes, e: str, offset: int, ifs: _Interfaces) -
     ifs.linktype.append(linktype)
 
 
-def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[PacketChunk]:
+def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPool) -> Iterator[PacketChunk]:
     with ByteSource(path) as src:
         b = _Buffer(src, buffer_bytes)
         ifs = _Interfaces()
@@ -286,7 +313,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int) -> Iterator[
                 continue
             avail = b.fill - b.pos
             n_alloc = max(1, min(chunk_packets, avail // 32 + 1))
-            ts, cap, wire, off, foff = _alloc(n_alloc)
+            ts, cap, wire, off, foff = pool.get(n_alloc)
             start = b.pos
             pos, n, status, sk, sp, last_ts = scan.scan_pcapng(
                 b.buf, b.pos, b.fill, big, arrays[0], arrays[1], arrays[2], arrays[3], len(ifs.kind),
