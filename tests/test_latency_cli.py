@@ -107,3 +107,16 @@ def test_truncated_capture_warns_with_offset_and_keeps_complete_packets(pair, tm
     assert f"post-cut.pcap: truncated last packet record at byte offset {len(raw) - rec}" in r.stderr
     s = json.loads((tmp_path / "t" / "summary.json").read_text())
     assert s["post"] == truth.post - 1
+
+
+def test_exact_percentiles_beyond_the_in_memory_limit(pair, tmp_path):
+    from benchbook.analysis.latency import IdKey
+    from benchbook.analysis.latency_report import analyze_captures
+
+    d, truth = pair
+    lat = truth.latency_ns[truth.latency_ns >= 0]
+    s = analyze_captures(d / "pre.pcap", d / "post.pcap", tmp_path / "o", IdKey(42), exact_limit=1000, html=False)
+    assert "two passes" in s["percentile_method"]
+    for p, v in s["percentiles_ns"].items():
+        assert v == discrete(lat, float(p)), p
+    assert s["min_ns"] == lat.min() and s["max_ns"] == lat.max()

@@ -50,7 +50,7 @@ class _Accumulator:
         self.writer: Any = None
         self._HlogWriter = HlogWriter
         self.intervals_written = 0
-        self.worst: tuple[np.ndarray, np.ndarray] | None = None
+        self.parquet: Path | None = None
 
     def __call__(self, ids: np.ndarray, t_pre: np.ndarray, t_post: np.ndarray, lat: np.ndarray) -> None:
         if self.t0 is None:
@@ -125,12 +125,62 @@ class _Accumulator:
             part = values
             out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in PERCENTILES}
             return out, f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of packets at or below it)"
+        if self.parquet is not None and self.parquet.exists():
+            exact = exact_from_buckets(self.total, self.parquet, [float(p) for p in PERCENTILES])
+            out = {p: exact[float(p)] for p in PERCENTILES}
+            return out, (
+                f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of "
+                f"packets at or below it), in two passes as they exceed the in-memory limit of "
+                f"{self.exact_limit}: the HdrHistogram bucket holding each percentile, then the exact "
+                "values in that bucket from latencies.parquet"
+            )
         vals = self.total.percentiles([float(p) for p in PERCENTILES])
         out = {p: int(vals[float(p)]) for p in PERCENTILES}
         return out, (
             f"HdrHistogram, 3 significant digits: {n} latencies exceed the exact limit of {self.exact_limit}; "
             "each value is the highest value equivalent to the bucket holding the discrete percentile"
         )
+
+
+def exact_from_buckets(total: Any, parquet: Path, percentiles: list[float]) -> dict[float, int]:
+    """Exact discrete percentiles without holding every latency: the histogram says which bucket
+    holds each percentile's rank and how many latencies lie below it; one pass over the Parquet
+    latency column collects just the values inside those buckets."""
+    import pyarrow.parquet as pq
+
+    from benchbook.analysis.hdr import discrete_rank
+
+    n = total.total_count
+    lows, counts = total.recorded("lowest")
+    highs, _ = total.recorded("highest")
+    cum = np.cumsum(counts)
+    targets = {}
+    for p in percentiles:
+        r = discrete_rank(p, n)
+        b = int(np.searchsorted(cum, r, side="left"))
+        below = int(cum[b - 1]) if b else 0
+        targets[p] = (b, r - below)
+    buckets = sorted({b for b, _ in targets.values()})
+    lo_arr = np.array([lows[b] for b in buckets], np.int64)
+    hi_arr = np.array([highs[b] for b in buckets], np.int64)
+    found: dict[int, list[np.ndarray]] = {b: [] for b in buckets}
+    f = pq.ParquetFile(str(parquet))
+    for batch in f.iter_batches(batch_size=1 << 20, columns=["latency_ns"]):
+        v = batch.column(0).to_numpy()
+        for b, lo, hi in zip(buckets, lo_arr, hi_arr):
+            sel = v[(v >= lo) & (v <= hi)]
+            if len(sel):
+                found[b].append(sel)
+    out = {}
+    for p, (b, k) in targets.items():
+        vals = np.sort(np.concatenate(found[b])) if found[b] else np.zeros(0, np.int64)
+        if len(vals) != counts[b]:
+            raise RuntimeError(
+                f"{parquet}: {len(vals)} latencies in [{lo_arr[buckets.index(b)]}, {hi_arr[buckets.index(b)]}] "
+                f"but the histogram counted {counts[b]}: the table and the histogram disagree"
+            )
+        out[p] = int(vals[k - 1])
+    return out
 
 
 def analyze_captures(
@@ -153,6 +203,7 @@ def analyze_captures(
     comments = [f"benchbook latency: pre={Path(pre).name} post={Path(post).name} key={key.describe()}",
                 "values in ns; one interval per second of capture time (by pre timestamp)"]
     acc = _Accumulator(out / "latency.hlog", max_latency_ns, exact_limit, comments)
+    acc.parquet = out / "latencies.parquet"
     try:
         res = match_captures(
             pre, post, key, max_latency_ns=max_latency_ns, out_parquet=out / "latencies.parquet",
