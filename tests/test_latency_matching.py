@@ -208,3 +208,17 @@ def test_zstd_and_pcapng_inputs_match_like_plain_pcap(pair, tmp_path):
     short = write_pcapng(tmp_path / "short.pcapng", np.array([r[0] for r in rows[:5]]), [r[3][:40] for r in rows[:5]], snaplen=40)
     with pytest.raises(CaptureFormatError, match=r"short\.pcapng: at byte offset \d+: interface snap length 40 is shorter"):
         match_captures(short, ng, IdKey(42))
+
+
+def test_batch_callback_sees_every_match_in_order_and_its_errors_surface(pair):
+    d, truth = pair
+    seen = []
+    res = match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), chunk_packets=2000,
+                         on_batch=lambda i, a, b, lat: seen.append(lat))
+    assert np.array_equal(np.concatenate(seen), res.latency_ns)
+
+    def boom(*batch):
+        raise ValueError("sink failed")
+
+    with pytest.raises(ValueError, match="sink failed"):
+        match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), on_batch=boom, keep_arrays=False)

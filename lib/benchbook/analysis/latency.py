@@ -186,7 +186,8 @@ def match_captures(
     """Match two captures; see the module docstring for the rules.
 
     keep_arrays=False keeps no per-packet arrays in memory (use out_parquet and/or on_batch, which
-    receives (id, t_pre_ns, t_post_ns, latency_ns) for every batch of matches in arrival order).
+    receives (id, t_pre_ns, t_post_ns, latency_ns) for every batch of matches in arrival order, in a
+    background thread; an exception it raises is re-raised when matching ends).
     """
     pre, post = Path(pre), Path(post)
     a = _KeyedStream(pre, key, chunk_packets)
@@ -197,12 +198,17 @@ def match_captures(
     cap = OUT_BATCH
     out = (np.empty(cap, np.uint64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
     kept: list[tuple[np.ndarray, ...]] = []
-    writer = None
-    if out_parquet is not None:
-        from benchbook.analysis.latency_table import LatencyParquetWriter, ThreadedWriter
+    from benchbook.analysis.latency_table import CallbackSink, LatencyParquetWriter, ThreadedWriter
 
+    # the Parquet writer and the batch callback each run in a thread of their own, in batch order,
+    # so the matcher itself only matches
+    sinks = []
+    if out_parquet is not None:
         pq_path = Path(out_parquet)
-        writer = ThreadedWriter(lambda: LatencyParquetWriter(pq_path))
+        sinks.append(ThreadedWriter(lambda: LatencyParquetWriter(pq_path)))
+    if on_batch is not None:
+        cb = on_batch
+        sinks.append(ThreadedWriter(lambda: CallbackSink(cb)))
     id_from_key = isinstance(key, IdKey)
     try:
         while True:
@@ -222,18 +228,22 @@ def match_captures(
             a.pos, b.pos = int(i), int(j)
             if n:
                 batch = tuple(x[:n].copy() for x in out)
-                if writer is not None:
-                    writer.write(*batch)
-                if on_batch is not None:
-                    on_batch(*batch)
+                for sink in sinks:
+                    sink.write(*batch)
                 if keep_arrays:
                     kept.append(batch)
             if a.done and b.done and a.pos >= len(a.t) and b.pos >= len(b.t):
                 break
         mk.finish(st["t_hi"], st["t_lo"], st["t_seq"], st["r_hi"], st["r_lo"], st["r_state"], c, id_from_key)
     finally:
-        if writer is not None:
-            writer.close()
+        errors = []
+        for sink in sinks:
+            try:
+                sink.close()
+            except BaseException as exc:  # close every sink, then report the first failure
+                errors.append(exc)
+        if errors:
+            raise errors[0]
     counts = {name: int(c[idx]) for name, idx in mk.COUNTER_NAMES.items()}
     counts["backwards_timestamps"] = counts["backwards_timestamps_pre"] + counts["backwards_timestamps_post"]
     counts["window_limit"] = window_packets

@@ -42,9 +42,22 @@ class LatencyParquetWriter:
         self._w.close()
 
 
+class CallbackSink:
+    """Adapts a batch callback to the writer interface ThreadedWriter drives."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def write(self, *batch: np.ndarray) -> None:
+        self.fn(*batch)
+
+    def close(self) -> None:
+        pass
+
+
 class ThreadedWriter:
-    """Runs a writer's write() in a background thread (pyarrow releases the GIL while encoding,
-    so Parquet output overlaps with matching). At most ``depth`` batches wait."""
+    """Runs a writer's write() in a background thread (pyarrow and the numba kernels release the
+    GIL, so the work overlaps with matching). At most ``depth`` batches wait."""
 
     def __init__(self, make_inner, depth: int = 2) -> None:
         import queue
