@@ -17,7 +17,7 @@ app = typer.Typer(
 )
 
 # One module per command group; each defines register(app).
-COMMAND_MODULES = ("latency", "hist", "reproduce", "run", "env", "export", "publish")
+COMMAND_MODULES = ("latency", "hist", "reproduce", "run", "env", "export")
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"benchbook.commands.{_name}").register(app)

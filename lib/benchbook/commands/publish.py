@@ -1,9 +1,0 @@
-"""`benchbook publish`: not implemented yet."""
-
-from __future__ import annotations
-
-import typer
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to the benchbook app."""
