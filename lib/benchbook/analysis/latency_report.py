@@ -251,8 +251,21 @@ def _hdr_html(total: Any, out: Path) -> str:
         return "unavailable: no matched packets"
     from benchbook.figures import hdr_percentile_plot, save_figure
 
-    fig = hdr_percentile_plot({"latency": total}, unit="us", title="Latency (post - pre)")
+    percent, values = hdr_ladder(total)
+    fig = hdr_percentile_plot({"latency": (percent, values)}, unit="us", title="Latency (post - pre)")
     return save_figure(fig, out, "hdr", formats=("html",)).get("html", "")
+
+
+def hdr_ladder(total: Any, steps_per_decade: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Percentiles on the HDR plot's 1/(1-p) axis (evenly spaced in log10), up to the resolution
+    the packet count allows, and the maximum; without the pandas import a DataFrame ladder costs."""
+    n = total.total_count
+    decades = np.log10(max(n, 1))
+    k = np.arange(0, int(np.ceil(decades * steps_per_decade)) + 1) / steps_per_decade
+    ps = 100.0 * (1.0 - 10.0 ** -k)
+    ps = [float(p) for p in np.unique(np.round(ps, 10)) if p < 100.0] + [100.0]
+    vals = total.percentiles(ps)
+    return np.array(ps), np.array([vals[p] for p in ps], dtype=np.int64)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
