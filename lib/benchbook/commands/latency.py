@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -26,6 +27,7 @@ def latency(
     no_html: bool = typer.Option(False, "--no-html", help="skip hdr.html"),
 ) -> None:
     """Match PRE and POST; write latencies.parquet, latency.hlog, hdr.html and summary.json to DIR."""
+    _hide_scipy_from_numba()
     if (id_offset is None) == (not content_key):
         raise typer.BadParameter("give exactly one of --id-offset N or --content-key")
     from benchbook.analysis.latency import ContentKey, IdKey
@@ -58,3 +60,12 @@ def latency(
     typer.echo(f"wrote {out}/: latencies.parquet latency.hlog summary.json" + ("" if no_html else " hdr.html"))
     if summary["matched"] == 0:
         raise typer.Exit(1)
+
+
+def _hide_scipy_from_numba() -> None:
+    """numba imports SciPy eagerly, for np.linalg/BLAS support (about 0.3 s of this command's
+    start-up here); the matching kernels use neither, so the one-shot command process hides SciPy
+    before numba loads (numba then just records that BLAS is absent). Only when neither is loaded
+    yet: inside a notebook or any process that already uses them, nothing changes."""
+    if "scipy" not in sys.modules and "numba" not in sys.modules:
+        sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` raises ImportError

@@ -8,15 +8,14 @@ or a file that the sums do not list is an error naming the file.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchbook.provenance.checksums import sha256_file
 from benchbook.paths import PUBLISHED_DIR
 
 SUMS_NAME = "SHA256SUMS"
-_CHUNK = 1 << 20
 
 
 class DatasetError(Exception):
@@ -38,17 +37,6 @@ def published_root() -> Path:
 
 def dataset_path(name: str, root: Path | None = None) -> Path:
     return Path(root if root is not None else published_root()) / name
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(_CHUNK)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_sums(sums_path: Path) -> dict[str, str]:

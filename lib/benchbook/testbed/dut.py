@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.names import make_name
 
 SINK_IP = "10.250.1.2"
@@ -105,23 +106,13 @@ def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str =
     dut = RunningDuT(kind="testpmd", pid=tp.proc.pid, cpu=cpu, dst_mac=testbed.mac(ingress), description={
         "kind": "testpmd", "argv": argv, "forward_mode": "io", "ports": ifaces, "cpu": cpu,
         "cgroup_procs_file": str(procs_file) if procs_file else None,
-        "cpus_allowed": _cpus_allowed(tp.proc.pid),
+        "cpus_allowed": cpus_allowed(tp.proc.pid),
     })
     try:
         yield dut
     finally:
         dut.stats = tp.stop()
         dut.stats["log_tail"] = "".join(tp.lines[-60:])
-
-
-def _cpus_allowed(pid: int) -> str | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        return None
-    return None
 
 
 def _read_counter(testbed: Any, ifname: str, name: str) -> int | None:

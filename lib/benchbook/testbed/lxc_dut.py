@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.rootfs import TESTPMD_ROOTFS, RootfsRecipe, ensure_rootfs, rootfs_info
 from benchbook.tools import lxc as lxctool
 from benchbook.tools.lxc import PREFIX, ContainerConfig, Lxc, LxcError, PhysNic
@@ -84,16 +85,6 @@ def _ip(args: Sequence[str], netns: str | None = None, check: bool = True) -> su
     if check and proc.returncode != 0:
         raise LxcError(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
     return proc
-
-
-def _cpus_allowed(pid: int) -> str | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        return None
-    return None
 
 
 def _proc_cgroups(pid: int) -> dict[str, str]:
@@ -169,7 +160,7 @@ class LxcTestpmdDut:
         }
         if self.pid is not None:
             d["pid"] = self.pid
-            d["cpus_allowed"] = _cpus_allowed(self.pid)
+            d["cpus_allowed"] = cpus_allowed(self.pid)
             d["cgroups"] = _proc_cgroups(self.pid)
         return d
 
@@ -260,7 +251,7 @@ class LxcTestpmdDut:
                            f"console:\n{self._console()[-2000:]}\nlxc log tail:\n{_tail(self.lxc_log)}")
         self.pid = int(info["pid"])
         self._wait_ready()
-        self.steps.append(f"testpmd forwarding, host pid {self.pid}, cpus {_cpus_allowed(self.pid)}")
+        self.steps.append(f"testpmd forwarding, host pid {self.pid}, cpus {cpus_allowed(self.pid)}")
 
     def _extra_config(self) -> dict[str, str]:
         extra = {

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 import shlex
-import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchbook.tools.process import interrupt_and_wait
 
 _STAT_RE = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|dropped by interface)\s*$")
 
@@ -82,13 +83,7 @@ class Capture:
             raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n{''.join(self._lines).strip()}")
 
     def stop(self, timeout: float = 20.0) -> dict[str, Any]:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        interrupt_and_wait(self.proc, timeout)
         if self._reader is not None:
             self._reader.join(timeout=5)
         text = "".join(self._lines)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from benchbook.tools.process import interrupt_and_wait
 
 BINARY = "dpdk-testpmd"
 READY_MARK = "Press enter to exit"
@@ -102,13 +103,7 @@ class TestpmdProcess:
                                + "".join(self.lines[-30:]))
 
     def stop(self, timeout: float = 20.0) -> dict[str, Any]:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        interrupt_and_wait(self.proc, timeout)
         self.stats = parse_forward_stats(self.output)
         self.stats["exit_code"] = self.proc.returncode
         return self.stats
