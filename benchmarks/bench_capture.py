@@ -18,6 +18,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from timing import best_of
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -37,14 +38,6 @@ def pair(n: int) -> tuple[Path, Path, dict]:
         meta.write_text(json.dumps(t.counts()))
     return pre, post, json.loads(meta.read_text())
 
-
-def _best(fn, repeat: int = 2) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def child_run(cmd: list[str]) -> tuple[float, int, str]:
@@ -87,7 +80,7 @@ def run(quick: bool) -> list[dict]:
         assert n == n_scan
 
     ours()  # load the cached JIT code outside the timing
-    t_ours = _best(ours, 3)
+    t_ours = best_of(ours, 3)
     ours_mpps = n_scan / t_ours / 1e6
 
     import dpkt
@@ -99,7 +92,7 @@ def run(quick: bool) -> list[dict]:
                 n += 1
         assert n == n_scan
 
-    t = _best(dpkt_scan, 1)
+    t = best_of(dpkt_scan, 1)
     rows.append(row("scan ns pcap (timestamps, lengths, frames)", ours_mpps, n_scan / t / 1e6, "dpkt pcap.Reader",
                     "Mpkt/s", f"{n_scan:,} packets of 64 B, page cache warm, in-process"))
 
@@ -111,7 +104,7 @@ def run(quick: bool) -> list[dict]:
             n += 1
         assert n == n_scan
 
-    t = _best(scapy_scan, 1)
+    t = best_of(scapy_scan, 1)
     rows.append(row("scan ns pcap", ours_mpps, n_scan / t / 1e6, "scapy RawPcapReader", "Mpkt/s", "same file, in-process"))
 
     if shutil.which("tshark"):
@@ -137,7 +130,7 @@ def run(quick: bool) -> list[dict]:
             cap.close()
             assert k == n_sub
 
-        t = _best(pyshark_scan, 1)
+        t = best_of(pyshark_scan, 1)
         rows.append(row("scan ns pcap", ours_mpps, n_sub / t / 1e6, "pyshark FileCapture", "Mpkt/s",
                         f"pyshark on the first {n_sub:,} packets, extrapolated as a rate"))
 
@@ -149,7 +142,7 @@ def run(quick: bool) -> list[dict]:
     def core():
         res["r"] = match_captures(pre, post, IdKey(42), keep_arrays=False)
 
-    t_core = _best(core, 2)
+    t_core = best_of(core, 2)
     matched = res["r"].counts["matched"]
     assert matched == truth["matched"], (matched, truth)
     core_rate = matched / t_core / 1e6

@@ -8,25 +8,17 @@ row uses the V2/V3 interop files only.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hlog import read_hlog
 from benchbook.paths import SHARED_DATASETS
+from timing import best_of
 
 LAYOUT = (1, 3_600_000_000_000, 3)
 PERCENTILES = [50, 90, 99, 99.9, 99.99, 99.999, 100]
 
-
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _latencies(n: int, seed: int = 1) -> np.ndarray:
@@ -51,7 +43,7 @@ def run(quick: bool) -> list[dict]:
     def ours_record():
         HdrHistogram(*LAYOUT).record(values)
 
-    t_ours = _best(ours_record, 3 if quick else 2)
+    t_ours = best_of(ours_record, 3 if quick else 2)
     sub = values[:n_sub].tolist()
 
     def theirs_record():
@@ -60,7 +52,7 @@ def run(quick: bool) -> list[dict]:
         for v in sub:
             rv(v)
 
-    t_theirs = _best(theirs_record, 1) * (n / n_sub)
+    t_theirs = best_of(theirs_record, 1) * (n / n_sub)
     rows.append({
         "name": f"HDR record {n / 1e6:.0f} M latencies",
         "benchbook": n / t_ours / 1e6, "other": n / t_theirs / 1e6, "other_tool": "hdrh record_value",
@@ -73,19 +65,19 @@ def run(quick: bool) -> list[dict]:
     ours.record(values[: 2_000_000])
     theirs = HdrhHistogram.decode(ours.encode())
     reps = 20 if quick else 100
-    t_ours = _best(lambda: [ours.encode() for _ in range(reps)], 3) / reps
-    t_theirs = _best(lambda: [theirs.encode() for _ in range(reps)], 3) / reps
+    t_ours = best_of(lambda: [ours.encode() for _ in range(reps)], 3) / reps
+    t_theirs = best_of(lambda: [theirs.encode() for _ in range(reps)], 3) / reps
     rows.append({"name": "HDR encode (compressed V2, base64)", "benchbook": t_ours * 1e3,
                  "other": t_theirs * 1e3, "other_tool": "hdrh encode", "unit": "ms",
                  "ratio": t_theirs / t_ours, "note": f"{len(ours.recorded()[0])} non-empty buckets"})
     blob = ours.encode()
-    t_ours = _best(lambda: [HdrHistogram.decode(blob) for _ in range(reps)], 3) / reps
-    t_theirs = _best(lambda: [HdrhHistogram.decode(blob) for _ in range(reps)], 3) / reps
+    t_ours = best_of(lambda: [HdrHistogram.decode(blob) for _ in range(reps)], 3) / reps
+    t_theirs = best_of(lambda: [HdrhHistogram.decode(blob) for _ in range(reps)], 3) / reps
     rows.append({"name": "HDR decode (compressed V2, base64)", "benchbook": t_ours * 1e3,
                  "other": t_theirs * 1e3, "other_tool": "hdrh decode", "unit": "ms",
                  "ratio": t_theirs / t_ours, "note": "same payload both sides"})
-    t_ours = _best(lambda: [ours.percentiles(PERCENTILES) for _ in range(reps)], 3) / reps
-    t_theirs = _best(lambda: [theirs.get_percentile_to_value_dict(PERCENTILES) for _ in range(reps)], 3) / reps
+    t_ours = best_of(lambda: [ours.percentiles(PERCENTILES) for _ in range(reps)], 3) / reps
+    t_theirs = best_of(lambda: [theirs.get_percentile_to_value_dict(PERCENTILES) for _ in range(reps)], 3) / reps
     rows.append({"name": "HDR 7 percentiles of one histogram", "benchbook": t_ours * 1e3,
                  "other": t_theirs * 1e3, "other_tool": "hdrh get_percentile_to_value_dict", "unit": "ms",
                  "ratio": t_theirs / t_ours, "note": "p50 .. p100"})
@@ -110,8 +102,8 @@ def run(quick: bool) -> list[dict]:
                         pass
                     r.close()
 
-        t_ours = _best(ours_read, 3)
-        t_theirs = _best(theirs_read, 3)
+        t_ours = best_of(ours_read, 3)
+        t_theirs = best_of(theirs_read, 3)
         n_iv = sum(len(read_hlog(f).intervals) for f in files)
         rows.append({"name": f"read + accumulate 3 interop .hlog files ({n_iv} intervals)",
                      "benchbook": t_ours / rounds, "other": t_theirs / rounds,

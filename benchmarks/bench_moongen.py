@@ -9,21 +9,13 @@ up (numba cache) before timing, as a second `benchbook hist` run would find it.
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from benchbook.tools.moongen import moongen_summary, read_moongen_histogram
+from timing import best_of
 
-
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _write(path: Path, n_lines: int) -> int:
@@ -45,10 +37,10 @@ def run(quick: bool) -> list[dict]:
         f = Path(tmp) / "histogram.csv"
         lines = _write(f, n)
         read_moongen_histogram(f)  # compile/load the scanner once
-        ours = _best(lambda: read_moongen_histogram(f), 3)
-        theirs = _best(lambda: pd.read_csv(f, header=None, names=["value", "count"]), 3)
+        ours = best_of(lambda: read_moongen_histogram(f), 3)
+        theirs = best_of(lambda: pd.read_csv(f, header=None, names=["value", "count"]), 3)
         h = read_moongen_histogram(f)
-        summary = _best(lambda: moongen_summary(h), 3)
+        summary = best_of(lambda: moongen_summary(h), 3)
     return [
         {
             "name": f"read MoonGen histogram CSV ({lines:,} lines, 6.4 ns steps)",
