@@ -183,38 +183,27 @@ def summary_json(h: LoadedHistograms) -> dict[str, Any]:
     """The `--json` document: count, min_ns, max_ns, mean_ns, stddev_ns (population), percentiles_ns."""
     ps = [float(p) for p in JSON_PERCENTILES]
     if h.is_exact:
-        d = h.exact
-        n = d.count
-        pct = d.percentiles(ps) if n else {p: None for p in ps}
-        doc = {
-            "count": n,
-            "min_ns": _num(d.min) if n else None,
-            "max_ns": _num(d.max) if n else None,
-            "mean_ns": d.mean if n else None,
-            "stddev_ns": d.stddev if n else None,
-            "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
-            "exact": True,
-            "percentile_method": "discrete percentile, exact (smallest value with at least p of the "
-                                 "samples at or below it)",
-        }
-        if h.moongen is not None and h.decimals:
-            # The same values as the exact decimals MoonGen wrote (floats above are nearest doubles).
-            doc["value_decimals"] = h.decimals
+        d, n = h.exact, h.exact.count
+        method = ("discrete percentile, exact (smallest value with at least p of the samples at or "
+                  "below it)")
     else:
-        d = h.hdr
-        n = d.total_count
-        pct = d.percentiles(ps) if n else {p: None for p in ps}
-        doc = {
-            "count": n,
-            "min_ns": _num(d.min) if n else None,
-            "max_ns": _num(d.max) if n else None,
-            "mean_ns": d.mean if n else None,
-            "stddev_ns": d.stddev if n else None,
-            "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
-            "exact": False,
-            "percentile_method": f"HdrHistogram value at percentile (highest equivalent value of the "
-                                 f"bucket, {d.significant_figures} significant digits)",
-        }
+        d, n = h.hdr, h.hdr.total_count
+        method = (f"HdrHistogram value at percentile (highest equivalent value of the bucket, "
+                  f"{d.significant_figures} significant digits)")
+    pct = d.percentiles(ps) if n else {p: None for p in ps}
+    doc = {
+        "count": n,
+        "min_ns": _num(d.min) if n else None,
+        "max_ns": _num(d.max) if n else None,
+        "mean_ns": d.mean if n else None,
+        "stddev_ns": d.stddev if n else None,
+        "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
+        "exact": h.is_exact,
+        "percentile_method": method,
+    }
+    if h.is_exact and h.moongen is not None and h.decimals:
+        # The same values as the exact decimals MoonGen wrote (floats above are nearest doubles).
+        doc["value_decimals"] = h.decimals
     doc["inputs"] = h.files
     if h.notes:
         doc["notes"] = h.notes
