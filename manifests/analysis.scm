@@ -4,8 +4,9 @@
 ;; lock, are listed in manifests/exceptions.toml (`benchbook env check` enforces that the list is
 ;; complete); inside the Guix shell they come from the hashed pip lock:
 ;;   python -m venv .venv && .venv/bin/pip install --require-hashes --no-deps -r manifests/requirements.lock
-;; A name without "@version" takes the version the pinned commit defines (recorded in
-;; manifests/guix-packages.toml where it was read).
+;; A name without "@version" takes the version the pinned commit defines; manifests/guix-packages.toml
+;; records, for every name, whether its definition was read at that commit, shown to exist there
+;; (named as an input at the pin, or defined before and after it), or not verified.
 (specifications->manifest
   (list
     ;; interpreter and build tools

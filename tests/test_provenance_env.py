@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
-from benchbook.provenance.envcheck import check_environment, check_files
+from benchbook.provenance.envcheck import check_environment, check_files, read_manifest
 from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, parse
 
 from conftest import require_program
@@ -140,6 +140,51 @@ def test_env_check_conda_pin_and_undocumented_and_stale_exceptions(tmp_path):
     _edit(root / "manifests" / "requirements.in", "rich\n", "rich\nnot-a-locked-package\n")
     rep = check_files(root)
     assert any(p.startswith("not-a-locked-package:") for p in rep.problems), rep.problems
+
+
+def test_guix_evidence_is_checked(tmp_path):
+    """manifests/guix-packages.toml: at-pin evidence must name the pinned commit, bracketing needs a
+    dated read on both sides, a manifest @version must be the one read at the pin, and an excluded
+    name may not come back into a manifest."""
+    import tomllib
+
+    gp = tomllib.loads((MANIFESTS_DIR / "guix-packages.toml").read_text())
+    pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
+    assert gp["pinned_commit"] == pinned
+    by_name = {e["name"]: e for e in gp["package"]}
+    # every version pinned in a manifest was read at the pin
+    for name, version in {**read_manifest(MANIFESTS_DIR / "analysis.scm"),
+                          **read_manifest(MANIFESTS_DIR / "testbed.scm")}.items():
+        assert name in by_name, name
+        if version is not None:
+            assert by_name[name]["evidence"] == "definition-at-pin" and by_name[name]["version"] == version
+    assert "dpdk" not in read_manifest(MANIFESTS_DIR / "testbed.scm")
+
+    root = _copy_env(tmp_path / "a")
+    f = root / "manifests" / "guix-packages.toml"
+    text = f.read_text()
+    # an "at the pin" entry that names another commit
+    i = text.index('name = "python-tqdm"')
+    f.write_text(text[:i] + text[i:].replace(f'commit = "{pinned}"', 'commit = "' + "a" * 40 + '"', 1))
+    rep = check_files(root)
+    assert any("python-tqdm" in p and "is not the pinned" in p for p in rep.problems), rep.problems
+    # bracketing without the read after the pin
+    f.write_text(re.sub(r'(name = "iperf"[^\[]*?)\nafter = \{[^\n]*\}', r"\1", text, count=1))
+    rep = check_files(root)
+    assert any("(iperf)" in p and "'after'" in p for p in rep.problems), rep.problems
+    # a manifest version that is not the one read at the pin
+    f.write_text(text)
+    _edit(root / "manifests" / "analysis.scm", '"python-papermill@2.6.0"', '"python-papermill@2.5.0"')
+    rep = check_files(root)
+    assert any(p.startswith("python-papermill:") and "guix-packages.toml" in p and "2.6.0" in p
+               for p in rep.problems), rep.problems
+    # an excluded package put back into a manifest
+    root = _copy_env(tmp_path / "b")
+    _edit(root / "manifests" / "testbed.scm", '"make"', '"make"\n    "dpdk"')
+    _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\ndpdk = "test"\n')
+    rep = check_files(root)
+    assert any(p.startswith("dpdk:") and "[[excluded]]" in p for p in rep.problems), rep.problems
+    assert check_files(_copy_env(tmp_path / "c")).ok
 
 
 def test_running_environment_mismatch_is_reported(tmp_path):

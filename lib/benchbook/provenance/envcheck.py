@@ -114,6 +114,72 @@ def read_manifest(path: Path) -> dict[str, str | None]:
     return out
 
 
+GUIX_EVIDENCE = {
+    # the name's definition was read in the pinned commit's file (version known at the pin)
+    "definition-at-pin": True,
+    # a definition read in the pinned commit names it as an input, so it exists there (version not read)
+    "input-at-pin": True,
+    # defined with this name in a stored revision dated before the pin and in one dated after it
+    "bracketed": False,
+    # what was read (if anything) does not establish that it exists at the pin
+    "unverified": False,
+}
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def check_guix_evidence(gp: dict[str, Any], pinned: str | None, manifests: dict[str, dict[str, str | None]],
+                        where: str, notes: list[str]) -> list[str]:
+    """Problems with manifests/guix-packages.toml: every manifest name needs one [[package]] entry whose
+    evidence is consistent (at-pin evidence read at the pinned commit, bracketing with a read before
+    and after it), a manifest's @version must be the version read at the pin, and no [[excluded]] name
+    may be in a manifest. Appends a one-line summary to ``notes``."""
+    problems: list[str] = []
+    if gp.get("pinned_commit") != pinned:
+        problems.append(f"{where} records checks for commit {gp.get('pinned_commit')} but channels.scm pins {pinned}")
+    entries: dict[str, dict[str, Any]] = {}
+    for i, e in enumerate(gp.get("package") or []):
+        name, kind = e.get("name"), e.get("evidence")
+        label = f"{where}: package {i + 1} ({name or '?'})"
+        if not name or kind not in GUIX_EVIDENCE:
+            problems.append(f"{label}: needs a name and evidence (one of {', '.join(GUIX_EVIDENCE)})")
+            continue
+        if name in entries:
+            problems.append(f"{label}: listed twice")
+        entries[name] = e
+        at_pin = GUIX_EVIDENCE[kind]
+        if e.get("at_pinned_commit") is not at_pin:
+            problems.append(f"{label}: evidence {kind} means at_pinned_commit = {str(at_pin).lower()}")
+        if at_pin and e.get("commit") != pinned:
+            problems.append(f"{label}: evidence {kind} but commit {e.get('commit')} is not the pinned {pinned}")
+        if kind == "definition-at-pin" and not e.get("version"):
+            problems.append(f"{label}: a definition read at the pin must record its version")
+        if kind == "bracketed":
+            for side in ("before", "after"):
+                read = e.get(side) or {}
+                if not (_HEX40.match(str(read.get("commit", ""))) and read.get("version") and read.get("dated")):
+                    problems.append(f"{label}: bracketing needs a '{side}' read with commit, version and dated")
+    excluded = {x.get("name") for x in gp.get("excluded") or []}
+    for manifest, specs in manifests.items():
+        for name in sorted(specs):
+            e = entries.get(name)
+            if name in excluded:
+                problems.append(f"{name}: manifests/{manifest}.scm names it but {where} lists it under [[excluded]]")
+            elif e is None:
+                problems.append(f"{name}: manifests/{manifest}.scm names it but {where} does not say whether or "
+                                f"where its Guix definition was checked")
+            elif specs[name] is not None and (e.get("evidence") != "definition-at-pin"
+                                                or str(e.get("version")) != specs[name]):
+                problems.append(f"{name}: manifests/{manifest}.scm pins @{specs[name]} but {where} records "
+                                f"{e.get('evidence')} version {e.get('version')} at the pin")
+    names = set().union(*manifests.values())
+    counts = {k: sorted(n for n in names if (entries.get(n) or {}).get("evidence") == k) for k in GUIX_EVIDENCE}
+    notes.append(f"Guix names in the manifests: {len(counts['definition-at-pin'])} read at the pinned commit, "
+                 f"{len(counts['input-at-pin'])} named as inputs there, {len(counts['bracketed'])} bracketed by "
+                 f"reads before and after it, {len(counts['unverified'])} unverified ({', '.join(counts['unverified'])})"
+                 f" - see {where}")
+    return problems
+
+
 def check_files(root: Path = REPO_ROOT) -> CheckReport:
     """Compare lock, environment.yml and manifests (no look at the running interpreter)."""
     f = EnvFiles(Path(root))
@@ -201,22 +267,13 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
             rep.problems.append(f"{e['package']}: {f.exceptions.relative_to(f.root)} lists a {e['pin']} exception "
                                 f"({e['value']}) that no longer applies; remove it")
     if f.guix_packages.exists():
-        gp = tomllib.loads(f.guix_packages.read_text(encoding="utf-8"))
-        pinned = gp.get("pinned_commit")
-        if pinned and pinned != commits.get("guix"):
-            rep.problems.append(f"{f.guix_packages.relative_to(f.root)} records checks for commit {pinned} but "
-                                f"channels.scm pins {commits.get('guix')}")
-        unverified = (gp.get("unverified") or {}).get("names") or []
-        accounted = set(unverified) | {p.get("name") for p in gp.get("package") or []}
-        accounted |= set((gp.get("inputs_at_pinned_commit") or {}).get("names") or [])
-        for manifest, specs in ((f.analysis, analysis), (f.testbed, testbed)):
-            for g in sorted(set(specs) - accounted):
-                rep.problems.append(f"{g}: {manifest.relative_to(f.root)} names it but "
-                                    f"{f.guix_packages.relative_to(f.root)} does not say whether or where its "
-                                    f"Guix definition was checked")
-        if unverified:
-            rep.notes.append(f"{len(unverified)} Guix names in the manifests whose definitions were not read "
-                             f"(see {f.guix_packages.relative_to(f.root)})")
+        try:
+            gp = tomllib.loads(f.guix_packages.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            rep.problems.append(f"{f.guix_packages.relative_to(f.root)}: not valid TOML ({exc})")
+            return rep
+        rep.problems += check_guix_evidence(gp, commits.get("guix"), {"analysis": analysis, "testbed": testbed},
+                                            str(f.guix_packages.relative_to(f.root)), rep.notes)
     return rep
 
 
