@@ -15,6 +15,7 @@ parameter (values are parsed as JSON when they can be).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,7 +30,8 @@ EXIT_CANNOT_RUN = 3
 def _console():
     from rich.console import Console
 
-    return Console()
+    # Piped into a log (make reproduce, CI) there is no terminal width: keep output paths whole.
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
