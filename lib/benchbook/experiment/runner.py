@@ -220,6 +220,9 @@ def run_notebook(
             kernel_name=kernel_name,
             progress_bar=False,
             cwd=str(run_dir),
+            # ipykernel warns on every start that loopback TCP is unencrypted; errors still show.
+            # (IPC transport would avoid the warning but hangs nbclient's cleanup on SIGTERM.)
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
         status = "complete"
     except KeyboardInterrupt as exc:
