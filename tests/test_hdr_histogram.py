@@ -10,7 +10,8 @@ import pytest
 from hdrh.histogram import HdrHistogram as HdrhHistogram
 
 from benchbook.analysis.distribution import ExactDistribution
-from benchbook.analysis.hdr import HdrHistogram, discrete_rank
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.percentiles import discrete_rank
 from benchbook.analysis.hdr_layout import HdrLayout
 
 LAYOUTS = [

@@ -20,11 +20,11 @@ import numpy as np
 
 from benchbook.analysis.hdr import (
     HdrHistogram,
-    discrete_rank,
     format_percentile_distribution,
     ladder_frame,
     percentile_iteration,
 )
+from benchbook.analysis.percentiles import discrete_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

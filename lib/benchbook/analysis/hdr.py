@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 import numba
@@ -41,31 +40,12 @@ from numba.cpython.unsafe.numbers import leading_zeros
 
 from benchbook.analysis import hdr_codec
 from benchbook.analysis.hdr_layout import INT64_MAX, HdrLayout, layout_for
+from benchbook.analysis.percentiles import discrete_rank, nearest_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 RankRule = Literal["ceil", "nearest"]
-
-
-def discrete_rank(percentile: float, total: int) -> int:
-    """Rank (1-based) of the discrete p-th percentile among `total` samples: ceil(p/100*N), >= 1.
-
-    Exact: `percentile` is taken as the decimal its shortest repr shows (99.9 means 999/1000)."""
-    if total <= 0:
-        return 0
-    p = Decimal(repr(float(percentile)))
-    if p.is_nan():
-        raise ValueError("percentile is NaN")
-    p = min(max(p, Decimal(0)), Decimal(100))
-    r = math.ceil(p * total / 100)
-    return max(1, min(int(r), total))
-
-
-def nearest_rank(percentile: float, total: int) -> int:
-    """Target count as HdrHistogram_c and the Python `hdrh` package compute it."""
-    p = min(float(percentile), 100.0)
-    return max(int((p * total / 100) + 0.5), 1)
 
 
 # ---- recording kernels -----------------------------------------------------------------------

@@ -112,7 +112,7 @@ class _Accumulator:
             w.close()
 
     def percentiles(self) -> tuple[dict[str, int | None], str]:
-        from benchbook.analysis.hdr import discrete_rank
+        from benchbook.analysis.percentiles import discrete_rank
 
         n = self.total.total_count
         if n == 0:
@@ -148,7 +148,7 @@ def exact_from_buckets(total: Any, parquet: Path, percentiles: list[float]) -> d
     latency column collects just the values inside those buckets."""
     import pyarrow.parquet as pq
 
-    from benchbook.analysis.hdr import discrete_rank
+    from benchbook.analysis.percentiles import discrete_rank
 
     n = total.total_count
     lows, counts = total.recorded("lowest")
