@@ -45,8 +45,8 @@ def discrete_percentiles(sorted_values: np.ndarray, percentiles: Sequence[float]
 
 
 def exact_ladder(values: np.ndarray, ticks_per_decade: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """(percent, value) on a log grid of 1/(1-p), from p = 0 up to the last full rank (N-1)/N
-    and then 100 % (the maximum), exact: the points of an HDR percentile plot."""
+    """(percent, value) on a log grid of 1/(1-p), from p = 0 up to p = (N-1)/N, the last percentile
+    below 100 % that N samples resolve (exact): the points of an HDR percentile plot."""
     srt = np.sort(np.asarray(values))
     n = len(srt)
     if n == 0:
