@@ -163,7 +163,7 @@ def run_notebook(
     import papermill as pm
 
     from benchbook.provenance.checksums import hash_tree, sha256_file
-    from benchbook.provenance.environment import environment_description
+    from benchbook.provenance.environment import environment_description, git_state
     from benchbook.provenance.fingerprint import host_fingerprint
 
     notebook = Path(notebook).resolve()
@@ -208,6 +208,7 @@ def run_notebook(
     record["environment_files"] = _copy_environment_files(run_dir, manifest or default_manifest(user_params))
     record["inputs"], input_warnings = _input_entries(notebook, user_params, inputs)
     record["warnings"].extend(input_warnings)
+    record["environment"].update(git_state(read_paths=[e["path"] for e in record["inputs"]]))
     write_record(run_dir, record)
     executed = run_dir / notebook.name
     error: str | None = None

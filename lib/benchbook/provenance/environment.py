@@ -6,6 +6,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,12 @@ def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10.0) -> subp
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
-    """{"git_commit", "git_dirty"} or nulls with a reason under "git_error"."""
+def git_state(repo: Path = REPO_ROOT, read_paths: Iterable[Path | str] = ()) -> dict[str, Any]:
+    """{"git_commit", "git_dirty", "git_untracked_inputs"} or nulls with a reason under "git_error".
+
+    The tree is dirty when a tracked file differs from HEAD or when one of ``read_paths`` (the files
+    a run read) lies inside the work tree but is not tracked (and not ignored) by git: such a run
+    cannot be rebuilt from the commit alone. ``git_untracked_inputs`` lists those paths."""
     if shutil.which("git") is None:
         return {"git_commit": None, "git_dirty": None, "git_error": "git not installed"}
     try:
@@ -33,9 +38,30 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
             return {"git_commit": None, "git_dirty": None, "git_error": head.stderr.strip() or "not a git work tree"}
         status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
         dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
-        return {"git_commit": head.stdout.strip(), "git_dirty": dirty}
+        untracked = untracked_paths(repo, read_paths)
+        if untracked and dirty is not None:
+            dirty = True
+        return {"git_commit": head.stdout.strip(), "git_dirty": dirty, "git_untracked_inputs": untracked}
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"git_commit": None, "git_dirty": None, "git_error": f"{type(exc).__name__}: {exc}"}
+
+
+def untracked_paths(repo: Path, paths: Iterable[Path | str]) -> list[str]:
+    """Those of ``paths`` inside ``repo`` that git neither tracks nor ignores (repo-relative, sorted);
+    a directory counts through the untracked files below it."""
+    root = Path(repo).resolve()
+    inside = []
+    for p in paths:
+        try:
+            inside.append(str(Path(p).resolve().relative_to(root)))
+        except ValueError:
+            continue
+    if not inside:
+        return []
+    out = _run(["git", "status", "--porcelain", "--untracked-files=all", "-z", "--", *inside], cwd=root, timeout=30)
+    if out.returncode != 0:
+        return []
+    return sorted({entry[3:] for entry in out.stdout.split("\0") if entry.startswith("?? ")})
 
 
 def guix_channel_commit(channels: Path = CHANNELS_FILE) -> str | None:
