@@ -54,7 +54,8 @@ def exact_ladder(values: np.ndarray, ticks_per_decade: int = 30) -> tuple[np.nda
     max_x = float(n)
     decades = max(1.0, math.log10(max_x))
     xs = np.unique(np.concatenate([np.logspace(0, math.log10(max_x), int(ticks_per_decade * decades) + 1), [max_x]]))
-    percents = [float(p) for p in (100.0 * (1.0 - 1.0 / xs))]
+    # the last logspace point and N itself may round to the same percent: keep each percent once
+    percents = sorted({float(p) for p in (100.0 * (1.0 - 1.0 / xs))})
     ranks = np.array([discrete_rank(p, n) for p in percents], dtype=np.int64)
     return np.array(percents), srt[ranks - 1]
 
