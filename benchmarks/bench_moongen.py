@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchbook.tools.moongen import moongen_summary, read_moongen_histogram
+from benchbook.analysis.moongen_stats import moongen_summary
+from benchbook.tools.moongen_histogram import read_moongen_histogram
 from timing import best_of
 
 

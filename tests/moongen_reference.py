@@ -1,10 +1,15 @@
-"""Plain-Python transcription of libmoon's lua/histogram.lua (calc, percentile, print), used as
-the independent reference the tests compare benchbook.tools.moongen against. It follows the Lua
-step by step in double precision, sample by sample; it is slow on purpose."""
+"""Independent references the MoonGen tests compare benchbook against.
+
+A plain-Python transcription of libmoon's lua/histogram.lua (calc, percentile, print) for
+benchbook.analysis.moongen_stats: it follows the Lua step by step in double precision, sample by
+sample; it is slow on purpose. And a line-by-line decimal reader of hist:save() files for
+benchbook.tools.moongen_histogram."""
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal
+from pathlib import Path
 
 
 def lua_calc(values: list[float], counts: list[int]) -> tuple[int, float, float, list[float]]:
@@ -64,3 +69,21 @@ def lua_percentile(values: list[float], counts: list[int], percentile: float) ->
                 return k
             idx += 1
     return None
+
+
+def read_histogram_reference(path: Path) -> tuple[list[int], list[int], int]:
+    """A MoonGen hist:save() file read line by line with decimal.Decimal: (distinct values scaled
+    by 10**decimals ascending, summed counts, decimals), decimals the fewest that write every value.
+    Blank lines are skipped and a last line without a newline is kept when it parses."""
+    totals: dict[Decimal, int] = {}
+    for line in path.read_bytes().decode("ascii").split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        value, count = line.split(",")
+        v = Decimal(value.strip())
+        totals[v] = totals.get(v, 0) + int(Decimal(count.strip()))
+    kept = {v: c for v, c in totals.items() if c > 0}
+    decimals = max((max(0, -v.normalize().as_tuple().exponent) for v in kept), default=0)
+    ordered = sorted(kept)
+    return [int(v.scaleb(decimals)) for v in ordered], [kept[v] for v in ordered], decimals

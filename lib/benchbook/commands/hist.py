@@ -83,7 +83,7 @@ def load_histograms(
     HistogramLogProcessor does, or with `significant_digits` digits when given."""
     from benchbook.analysis.hdr import HdrHistogram
     from benchbook.analysis.hlog import HlogFormatError, read_hlog
-    from benchbook.tools.moongen import MoonGenFormatError, read_moongen_histogram
+    from benchbook.tools.moongen_histogram import MoonGenFormatError, read_moongen_histogram
 
     logs = []
     mg = None
@@ -330,7 +330,7 @@ def hist(
             typer.echo(f"benchbook hist: error: --moongen-summary needs MoonGen histogram CSVs only; "
                        f"interval log(s): {', '.join(logs)}", err=True)
             raise typer.Exit(1)
-        from benchbook.tools.moongen import moongen_summary as _summary
+        from benchbook.analysis.moongen_stats import moongen_summary as _summary
 
         summary_line = _summary(loaded.moongen)
     if as_json:

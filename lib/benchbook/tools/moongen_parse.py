@@ -1,8 +1,8 @@
 """Compiled scanner for large MoonGen histogram files (``value,count`` lines).
 
-Used by benchbook.tools.moongen.read_moongen_histogram for big files; the plain line-by-line
-reader there is the reference implementation (the tests compare both) and the one that reports
-errors: this scanner only says *whether* and where the input stops being simple.
+Used by benchbook.tools.moongen_histogram.read_moongen_histogram for big files; the line-by-line
+reader there reports errors: this scanner only says *whether* and where the input stops being
+simple (the tests compare both with the reference reader in tests/moongen_reference.py).
 """
 
 from __future__ import annotations
