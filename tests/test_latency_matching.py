@@ -222,3 +222,52 @@ def test_batch_callback_sees_every_match_in_order_and_its_errors_surface(pair):
 
     with pytest.raises(ValueError, match="sink failed"):
         match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), on_batch=boom, keep_arrays=False)
+
+
+def _frames_with_ids(ids):
+    """Ethernet/IPv4/UDP frames (60 bytes) carrying a little-endian 8-byte id at offset 42."""
+    head = bytes.fromhex("020000000002020000000001" "0800" "45000024000000004011" "0000" "0a000001" "0a000002"
+                         "04d2" "04d3" "0010" "0000")
+    return [(head + struct.pack("<Q", i)).ljust(60, b"\0") for i in ids]
+
+
+def test_zero_and_negative_latencies_are_never_matches(tmp_path):
+    """Latency must be > 0: a post copy stamped at its pre packet's time (0) or before it (< 0, a step back
+    in the post clock) is out of range; its pre packet is then lost. The smallest positive latency, 1 ns,
+    and max_latency - 1 ns match; max_latency itself does not."""
+    max_lat = 1_000_000
+    pre_ids = [0, 1, 2, 3, 4, 5]
+    pre_t = [1000, 2000, 3000, 4000, 5000, 6000]
+    # post: 0 -> latency 0; 1 -> latency 1; 2 -> +10 us; 3 -> stamped 500 ns before its pre packet (after a
+    # later packet, so the post clock steps back); 4 -> exactly max_lat; 5 -> max_lat - 1
+    post = [(1000, 0), (2001, 1), (13_000, 2), (14_000, 2), (3500, 3), (5000 + max_lat, 4), (6000 + max_lat - 1, 5)]
+    post.sort(key=lambda x: (x[0] if x[1] != 3 else 13_500))  # id 3 arrives between the copies of id 2
+    write_pcap(tmp_path / "pre.pcap", np.array(pre_t, np.int64), _frames_with_ids(pre_ids))
+    write_pcap(tmp_path / "post.pcap", np.array([t for t, _ in post], np.int64), _frames_with_ids([i for _, i in post]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the step back in the post clock is warned about; counted below
+        res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42), max_latency_ns=max_lat)
+    got = dict(zip(res.id.tolist(), res.latency_ns.tolist()))
+    assert got == {1: 1, 2: 10_000, 5: max_lat - 1}
+    assert res.latency_ns.min() > 0
+    c = res.counts
+    # ids 0 (latency 0) and 3 (latency -500); id 4 (latency = max) finds no partner: its pre packet has
+    # left the window, as every pre packet max_latency or more before the post clock does
+    assert c["out_of_range_post"] == 2
+    assert c["duplicates"] == 1  # the second copy of id 2
+    assert (c["matched"], c["lost"], c["unmatched_post"], c["pre"], c["post"]) == (3, 3, 3, 6, 7)
+    assert c["backwards_timestamps_post"] == 1
+    _, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", "id", max_lat=max_lat)
+    assert {k: c[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+
+
+def test_equal_timestamps_alone_do_not_match(tmp_path):
+    """Every post copy at exactly its pre packet's time: nothing matches, each is out of range."""
+    ts = np.arange(1, 101, dtype=np.int64) * 1000
+    frames = _frames_with_ids(range(100))
+    write_pcap(tmp_path / "pre.pcap", ts, frames)
+    write_pcap(tmp_path / "post.pcap", ts, frames)
+    res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42))
+    c = res.counts
+    assert (c["matched"], c["lost"], c["out_of_range_post"], c["unmatched_post"]) == (0, 100, 100, 100)
+    assert len(res.latency_ns) == 0

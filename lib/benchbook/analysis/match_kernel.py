@@ -3,7 +3,8 @@
 Pre packets wait in a ring of ``window`` entries, indexed by a linear-probing hash table (with
 tombstones, rebuilt from the ring when they pile up) on their 128-bit key; post packets look their key up. Both captures are walked in merged time order, so a pre
 packet is only waiting while a post packet could still match it (0 < t_post - t_pre < max latency),
-and the ring bounds memory whatever the capture size.
+and the ring bounds memory whatever the capture size. A latency of 0 or below is never a match: the
+two captures' clocks cannot order the packets then, so the post copy counts as out of range.
 """
 
 from __future__ import annotations
@@ -160,7 +161,9 @@ def match_step(
         have_pre = i < npre
         have_post = j < npost
         if have_pre and have_post:
-            take_pre = pre_t[i] < post_t[j]
+            # at equal timestamps the pre packet goes first, so a post copy stamped at the same
+            # time finds it and is counted out of range (latency 0 is not > 0), not as unknown
+            take_pre = pre_t[i] <= post_t[j]
         elif have_pre and post_done:
             take_pre = True
         elif have_post and pre_done:
