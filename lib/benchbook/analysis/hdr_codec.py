@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from benchbook.analysis.hdr_layout import HdrLayout, layout_for
+from benchbook.errors import BenchbookError
 
 V0_ENCODING_COOKIE = 0x1C849308
 V0_COMPRESSED_COOKIE = 0x1C849309
@@ -49,7 +50,7 @@ _V0_HEADER = struct.Struct(">iiqqq")  # 32 bytes
 _COMPRESSED_HEADER = struct.Struct(">ii")  # 8 bytes
 
 
-class HdrFormatError(ValueError):
+class HdrFormatError(BenchbookError, ValueError):
     """A histogram payload that is not a valid HdrHistogram encoding; the message says why."""
 
 

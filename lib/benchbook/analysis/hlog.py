@@ -37,6 +37,7 @@ from typing import IO
 
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hdr_codec import HdrFormatError
+from benchbook.errors import BenchbookError
 
 LOG_FORMAT_VERSION = "1.3"
 LEGEND = '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
@@ -51,7 +52,7 @@ _RE_NUMBER = re.compile(_NUM + r"\Z")
 _RE_TAG = re.compile(r"[^,\s]+\Z")
 
 
-class HlogFormatError(ValueError):
+class HlogFormatError(BenchbookError, ValueError):
     """A malformed interval log line; the message names file, line and what was expected."""
 
     def __init__(self, path: str | os.PathLike, line_no: int, message: str) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchbook.errors import BenchbookError
 
-class CaptureFormatError(ValueError):
+
+class CaptureFormatError(BenchbookError, ValueError):
     """A capture file is not what it claims to be (bad magic, impossible lengths, ...)."""
 
     def __init__(self, path: str | Path, offset: int, message: str) -> None:

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 
-class ExperimentLocked(RuntimeError):
+
+class ExperimentLocked(BenchbookError, RuntimeError):
     """Another process holds the experiment's lock."""
 
 

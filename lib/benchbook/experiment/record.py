@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from benchbook.errors import BenchbookError
+
 SCHEMA_PATH = Path(__file__).with_name("run.schema.json")
 SCHEMA_VERSION = 1
 RECORD_NAME = "run.json"
 
 
-class RunRecordError(ValueError):
+class RunRecordError(BenchbookError, ValueError):
     """A run.json that is not valid JSON or does not follow the schema (message names file and place)."""
 
 

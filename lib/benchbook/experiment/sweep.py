@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from benchbook.errors import BenchbookError
 from benchbook.experiment.lock import ExperimentLock
 from benchbook.experiment.record import RunRecordError, read_record, write_json_atomic, write_record
 from benchbook.paths import RUNS_DIR
@@ -28,7 +29,7 @@ ATTEMPTS_DIR = ".attempts"
 SWEEP_VERSION = 1
 
 
-class SweepError(RuntimeError):
+class SweepError(BenchbookError, RuntimeError):
     pass
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 
-class SchemeSyntaxError(ValueError):
+
+class SchemeSyntaxError(BenchbookError, ValueError):
     pass
 
 

@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchbook.errors import BenchbookError
 from benchbook.provenance.checksums import sha256_file
 from benchbook.paths import PUBLISHED_DIR
 
 SUMS_NAME = "SHA256SUMS"
 
 
-class DatasetError(Exception):
+class DatasetError(BenchbookError):
     """A dataset is missing, incomplete or corrupted; the message names the file."""
 
 

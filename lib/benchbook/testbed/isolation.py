@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 from benchbook.testbed import state as run_state
 from benchbook.testbed.names import make_name
 from benchbook.tools import cgroups as cg
@@ -32,7 +33,7 @@ from benchbook.tools import cgroups as cg
 MODES = ("none", "v1", "v2")
 
 
-class NotRunnable(RuntimeError):
+class NotRunnable(BenchbookError, RuntimeError):
     """This recipe cannot run on this host; str(exc) says why."""
 
 

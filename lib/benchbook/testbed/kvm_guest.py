@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 from benchbook.testbed.rootfs import RootfsRecipe, cache_dir, ensure_rootfs
 
 HIERARCHY_PARAM = {"v1": "systemd.unified_cgroup_hierarchy=0", "v2": "systemd.unified_cgroup_hierarchy=1"}
@@ -96,7 +97,7 @@ GUEST_ROOTFS = RootfsRecipe(
 )
 
 
-class GuestError(RuntimeError):
+class GuestError(BenchbookError, RuntimeError):
     """The guest did not boot or did not report; the message holds the serial console tail."""
 
 

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.rootfs import TESTPMD_ROOTFS, RootfsRecipe, ensure_rootfs, rootfs_info
 from benchbook.tools import lxc as lxctool
@@ -50,7 +51,7 @@ BYE_MARK = "Bye..."
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-class DutUnavailable(RuntimeError):
+class DutUnavailable(BenchbookError, RuntimeError):
     """This DuT cannot run on this host; str(exc) says why (never emulated)."""
 
 

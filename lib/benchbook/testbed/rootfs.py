@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchbook.errors import BenchbookError
+
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 MARKER = ".benchbook-rootfs.json"
 
@@ -31,7 +33,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("BENCHBOOK_CACHE", "/var/cache/benchbook"))
 
 
-class RootfsError(RuntimeError):
+class RootfsError(BenchbookError, RuntimeError):
     """debootstrap failed or the cache is unusable; the message names the log file."""
 
 

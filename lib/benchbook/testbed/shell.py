@@ -7,8 +7,10 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from benchbook.errors import BenchbookError
 
-class CommandError(RuntimeError):
+
+class CommandError(BenchbookError, RuntimeError):
     """A host command failed; the message names the command, its exit code and stderr."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:

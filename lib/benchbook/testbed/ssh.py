@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
+
 ROLES = ("loadgen", "dut", "timestamper")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _PCI_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
-class InventoryError(ValueError):
+class InventoryError(BenchbookError, ValueError):
     """The inventory file is malformed; the message names the file and the key."""
 
 

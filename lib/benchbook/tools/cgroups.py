@@ -10,10 +10,12 @@ import errno
 import os
 from pathlib import Path
 
+from benchbook.errors import BenchbookError
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-class CgroupError(RuntimeError):
+class CgroupError(BenchbookError, RuntimeError):
     pass
 
 
