@@ -140,7 +140,10 @@ def _read_lines(data: bytes, source: str) -> MoonGenHistogram:
             f"{where}: {problem}; expected 'value,count' as MoonGen's hist:save() writes "
             f"(e.g. '1286.4,17'), got {line[:80]!r}"
         )
-    vals, cnt, d = scale_decimal_texts(texts, counts, source)
+    try:
+        vals, cnt, d = scale_decimal_texts(texts, counts, source)
+    except ValueError as exc:
+        raise MoonGenFormatError(str(exc)) from None
     return MoonGenHistogram(vals, cnt, d, source, tuple(warnings))
 
 
