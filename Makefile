@@ -62,6 +62,11 @@ bench: venv deps native
 lab: venv
 	$(BIN)/jupyter lab notebooks/
 
+# Plant each known bug in a copy of the tree and check that a test fails (tests/mutations/plant.py).
+.PHONY: mutate
+mutate: venv native
+	$(BIN)/python tests/mutations/plant.py
+
 # Regenerate the lock from manifests/requirements.in (developers only; needs uv).
 lock:
 	uv pip compile --python-version 3.11 --generate-hashes manifests/requirements.in -o $(LOCK)

@@ -1,0 +1,176 @@
+"""Plant each known bug in a copy of the tree and run the tests that must catch it.
+
+Every mutation is one exact text replacement in one library file (found by its text, so it still applies
+when the file moves). For each, the tree (without .venv and .git) is copied to a temporary folder, the bug is
+planted there, and pytest runs the named tests against the copy with a short per-test timeout: a mutation is
+caught when at least one test fails or the timeout ends the run (a hang). The same tests must pass on the
+unplanted tree first.
+
+    .venv/bin/python tests/mutations/plant.py            # every mutation (make mutate)
+    .venv/bin/python tests/mutations/plant.py --list
+    .venv/bin/python tests/mutations/plant.py zero-latency-accepted
+
+Exit status 0 when every mutation is caught, 1 when one survives or no longer applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LIB = REPO / "lib" / "benchbook"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    hint: str = ""  # a file name to prefer when the text occurs in several files
+
+
+MUTATIONS = (
+    Mutation(
+        "percentile-guard-removed",
+        "discrete percentile rank computed in binary floating point (ceil(p/100*N) without exact decimals): "
+        "rank 1000 instead of 999 at N = 1000, p = 99.9",
+        "r = math.ceil(p * total / 100)",
+        "r = math.ceil(float(p) / 100 * total)",
+        ("tests/test_analysis_percentiles.py",),
+        hint="percentiles.py",
+    ),
+    Mutation(
+        "relative-overrides-absolute",
+        "with both tolerances set, the relative one replaces the absolute one instead of the larger winning",
+        "dev = max(dev, float(self.tolerance_rel) * abs(self.value))",
+        "dev = float(self.tolerance_rel) * abs(self.value)",
+        ("tests/test_published_tolerance.py",),
+    ),
+    Mutation(
+        "tolerance-abs-removed",
+        "the tolerance band made one-sided: computed - published <= allowed, without abs()",
+        "return abs(float(computed) - self.value) <= dev",
+        "return (float(computed) - self.value) <= dev",
+        ("tests/test_published_tolerance.py",),
+    ),
+    Mutation(
+        "zero-latency-accepted",
+        "the match kernel keeps a latency of 0 (lat < 0 rejected instead of lat <= 0)",
+        "if lat <= 0 or lat >= max_latency:",
+        "if lat < 0 or lat >= max_latency:",
+        ("tests/test_latency_matching.py",),
+    ),
+    Mutation(
+        "window-eviction-off-by-one",
+        "the full-window eviction runs one entry late (tail - head > window): the ring overwrites the oldest "
+        "waiting packet before it leaves the table, stale entries fill the table and the probe loop never ends",
+        "if tail - head >= window:",
+        "if tail - head > window:",
+        ("tests/test_latency_matching.py",),
+    ),
+)
+
+
+def find_target(m: Mutation) -> Path:
+    hits = [p for p in LIB.rglob("*.py") if m.old in p.read_text()]
+    if len(hits) > 1 and m.hint:
+        hits = [p for p in hits if p.name == m.hint]
+    if len(hits) != 1:
+        where = ", ".join(str(p.relative_to(REPO)) for p in hits) or "no file"
+        raise LookupError(f"{m.name}: the text {m.old!r} occurs in {where} under lib/benchbook (expected one file)")
+    if hits[0].read_text().count(m.old) != 1:
+        raise LookupError(f"{m.name}: the text {m.old!r} occurs more than once in {hits[0].relative_to(REPO)}")
+    return hits[0]
+
+
+def copy_tree(dest: Path) -> None:
+    shutil.copytree(REPO, dest, symlinks=True, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs"))
+
+
+def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int, str, float]:
+    env = dict(os.environ, PYTHONPATH=str(root / "lib"), PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("BENCHBOOK_SHARED", str(REPO.parent / "shared"))
+    cmd = [str(REPO / ".venv" / "bin" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider",
+           f"--timeout={timeout_s}", "-o", "timeout_method=thread", *tests]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
+
+
+def verdict_of(rc: int, out: str) -> tuple[bool, list[str]]:
+    """(caught, [what failed]) from a pytest run on the planted copy."""
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+    if "Timeout" in out and "+++++" in out:
+        started = re.findall(r"^(tests/\S+::\S+)", out, re.M)
+        failed.append(f"{started[-1] if started else '?'} (TIMEOUT: the run was ended by pytest-timeout)")
+    return rc != 0 and bool(failed), failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="mutations to plant (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--timeout", type=int, default=120, help="per-test timeout in seconds on the planted copy")
+    ap.add_argument("--keep", action="store_true", help="keep the planted copies and their pytest output")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    unknown = set(args.names) - {m.name for m in MUTATIONS}
+    if unknown:
+        ap.error(f"unknown mutation(s): {', '.join(sorted(unknown))}")
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name}: {m.what}\n    {m.old!r} -> {m.new!r}\n    tests: {' '.join(m.tests)}")
+        return 0
+    survived = 0
+    for m in chosen:
+        try:
+            target = find_target(m)
+        except LookupError as exc:
+            print(f"NOT APPLIED  {exc}")
+            survived += 1
+            continue
+        rel = target.relative_to(REPO)
+        rc, out, secs = run_pytest(REPO, m.tests, args.timeout)
+        if rc != 0:
+            print(f"BASELINE FAILS  {m.name}: {' '.join(m.tests)} fail on the unplanted tree; fix that first")
+            print(out[-3000:])
+            survived += 1
+            continue
+        tmp = Path(tempfile.mkdtemp(prefix=f"bb-mutate-{m.name}-"))
+        try:
+            copy_tree(tmp / "tree")
+            planted = tmp / "tree" / rel
+            planted.write_text(planted.read_text().replace(m.old, m.new, 1))
+            rc, out, secs = run_pytest(tmp / "tree", m.tests, args.timeout)
+            (tmp / "pytest.log").write_text(out)
+            caught, failed = verdict_of(rc, out)
+            status = "CAUGHT  " if caught else "SURVIVED"
+            print(f"{status} {m.name} in {rel} ({secs:.0f} s): {m.what}")
+            for f in failed:
+                print(f"           failed: {f}")
+            if not caught:
+                survived += 1
+                print(out[-2000:])
+        finally:
+            if args.keep:
+                print(f"           kept: {tmp}")
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(chosen) - survived} of {len(chosen)} planted bugs caught")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
