@@ -98,11 +98,11 @@ def run(quick: bool) -> list[dict]:
             pin = ["taskset", "-c", str(cpu)]
             best_ceiling = best_lg = best_py = 0.0
             for _ in range(rounds):  # interleaved, best of N (the machine is shared)
-                out = tb.run("lg", [*pin, str(ceiling_bin), ifc, str(secs)], timeout=secs * 5 + 30).stdout
+                out = tb.run("lg", [*pin, str(ceiling_bin), ifc, str(secs)], timeout_s=secs * 5 + 30).stdout
                 best_ceiling = max(best_ceiling, float(out.strip()))
-                rep = loadgen.run_loadgen(loadgen.LoadgenConfig(iface=ifc, rate_pps=None, duration_s=secs, cpu=cpu), netns=ns)
+                rep = loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=ifc, rate_pps=None, duration_s=secs, cpu=cpu))
                 best_lg = max(best_lg, float(rep["achieved_pps"]))
-                out = tb.run("lg", [*pin, sys.executable, "-c", PY_LOOP, ifc, str(secs)], timeout=secs * 5 + 30).stdout
+                out = tb.run("lg", [*pin, sys.executable, "-c", PY_LOOP, ifc, str(secs)], timeout_s=secs * 5 + 30).stdout
                 best_py = max(best_py, float(out.strip()))
     m = 1e6
     return [

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import require_program, require_root
-from benchbook.tools.lxc import ContainerConfig, PhysNic, cgroup_v2_cpuset_available, parse_lxc_info, sweep_containers
+from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
+from benchbook.testbed.cleanup import sweep_containers
+from benchbook.tools.lxc import ContainerConfig, PhysNic, parse_lxc_info
 
 N_FRAMES = 300
 TAG = b"BBF2"
@@ -57,7 +59,8 @@ def test_sweep_refuses_foreign_prefix():
 
 
 def test_v2_cpuset_probe_agrees_with_proc_cgroups():
-    ok, why = cgroup_v2_cpuset_available()
+    cap = probe_cgroup_v2_cpuset()
+    ok, why = cap.ok, cap.detail
     cpuset_hier = next((l.split()[1] for l in Path("/proc/cgroups").read_text().splitlines()
                         if l.startswith("cpuset\t") or l.startswith("cpuset ")), None)
     if cpuset_hier is None:
@@ -65,7 +68,7 @@ def test_v2_cpuset_probe_agrees_with_proc_cgroups():
     # hierarchy id 0 in /proc/cgroups = the controller is on the unified (v2) hierarchy
     assert ok == (cpuset_hier == "0"), why
     if not ok:
-        assert "cannot run" in why or "no cgroup2" in why
+        assert "v1 hierarchy" in why or "cpuset controller" in why
 
 
 # --- real containers ------------------------------------------------------------------------
@@ -74,7 +77,8 @@ def lxc_ready():
     require_root()
     for prog in ("lxc-start", "dpdk-testpmd", "tcpdump", "ip", "debootstrap"):
         require_program(prog)
-    from benchbook.testbed.rootfs import RootfsError, TESTPMD_ROOTFS, ensure_rootfs
+    from benchbook.testbed.rootfs import RootfsError, ensure_rootfs
+    from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
 
     try:
         ensure_rootfs(TESTPMD_ROOTFS)  # one-time (minutes), then cached
@@ -135,16 +139,15 @@ def _forward_through(tb, dut_kind: str = "testpmd-lxc", tmp: Path | None = None,
         assert dut.pid is not None and Path(f"/proc/{dut.pid}").exists()
         desc = dut.description
         assert desc["cpus_allowed"] == "1", desc
-        cap = tb.popen("ts", ["tcpdump", "-i", tb.ifname("ts0"), "-w", str(pcap), "-U", "--immediate-mode", "-n", "-s", "128"],
-                       what="tcpdump", stderr=open(str(pcap) + ".err", "w"))
+        cap = tb.host("ts").start(["tcpdump", "-i", tb.ifname("ts0"), "-w", str(pcap), "-U", "--immediate-mode", "-n",
+                                   "-s", "128"], what="tcpdump")
         deadline = time.monotonic() + 10
         while (not pcap.exists() or pcap.stat().st_size < 24) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.3)
         tb.run("lg", [sys.executable, "-c", _SENDER, tb.ifname("lg0"), str(N_FRAMES)])
         time.sleep(0.5)
-        cap.send_signal(signal.SIGINT)
-        cap.wait(timeout=10)
+        cap.interrupt_and_wait(timeout_s=10)
     return dut, desc, _ids_in_capture(pcap)
 
 
@@ -194,8 +197,7 @@ def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
     from benchbook.testbed.isolation import NotRunnable
     from benchbook.testbed.lxc_dut import LxcTestpmdDut
 
-    ok, why = cgroup_v2_cpuset_available()
-    if ok:
+    if probe_cgroup_v2_cpuset().ok:
         pytest.skip("this host has the v2 cpuset controller: the v2 arm can run")
     with pytest.raises(NotRunnable, match="cgroup v2"):
         with LxcTestpmdDut(["nonexistent0", "nonexistent1"], cpu=1, cgroup_mode="v2"):
@@ -255,10 +257,9 @@ def test_interrupted_run_leaves_nothing(lxc_ready, how):
             proc.kill()
             proc.wait()
     if how == "SIGKILL":
-        from benchbook.testbed import lxc_dut
-        from benchbook.testbed.sweep import sweep_leftovers
+        from benchbook.testbed.cleanup import sweep_leftovers
 
-        removed = lxc_dut.sweep(prefix=f"bb-{token}")
+        removed = sweep_containers(prefix=f"bb-{token}")
         assert any(token in r for r in removed), removed
         sweep_leftovers()
     assert _leftovers(token) == {}

@@ -85,7 +85,7 @@ def test_sigkilled_recipe_is_undone_by_the_sweep():
     import subprocess
     import sys
 
-    from benchbook.testbed.sweep import sweep_leftovers
+    from benchbook.testbed.cleanup import sweep_leftovers
 
     root = _v1_root()
     before_lb = cg.read(root / "cpuset.sched_load_balance")

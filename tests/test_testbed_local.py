@@ -66,7 +66,7 @@ def test_up_down_leaves_nothing(root_ip):
         # the veth joins lg and dut: the DuT end is promiscuous as described
         out = tb.run("dut", ["ip", "-o", "link", "show", tb.ifname("din")]).stdout
         assert "PROMISC" in out
-        proc = tb.popen("ts", ["sleep", "60"])
+        proc = tb.host("ts").start(["sleep", "60"])
     assert proc.poll() is not None, "tracked process must be stopped at teardown"
     assert _ours(tok) == {"netns": [], "links": []}
 
@@ -86,7 +86,7 @@ _CHILD = textwrap.dedent("""
     import sys, time
     from benchbook.testbed.local import LocalBackend
     with LocalBackend(sweep=False).topology() as tb:
-        tb.popen("dut", ["sleep", "300"])
+        tb.host("dut").start(["sleep", "300"])
         print(tb.token, flush=True)
         time.sleep(300)
 """)
@@ -109,7 +109,7 @@ def test_signal_tears_down(root_ip, sig):
 
 
 def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
-    from benchbook.testbed.sweep import sweep_leftovers
+    from benchbook.testbed.cleanup import sweep_leftovers
 
     foreign = f"bbtest-foreign-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", foreign], check=True)
@@ -128,7 +128,7 @@ def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
 
 def test_sweep_keeps_live_runs(root_ip):
     from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.sweep import sweep_leftovers
+    from benchbook.testbed.cleanup import sweep_leftovers
 
     with LocalBackend().topology() as tb:
         rep = sweep_leftovers()

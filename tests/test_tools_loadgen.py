@@ -53,10 +53,11 @@ def test_rate_accuracy_and_frames_on_veth(tmp_path):
     rate, secs = 20_000, 1
     pcap = tmp_path / "rx.pcap"
     with LocalBackend().topology() as tb:
-        cap = tcpdump.start_capture(tcpdump.build_argv(tb.ifname("din"), pcap, direction="in", bpf_filter="udp"),
-                                    pcap, popen=lambda a, **kw: tb.popen("dut", a, **kw))
-        rep = loadgen.run_loadgen(loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate, duration_s=secs,
-                                                        id_start=1000, dst_mac=tb.mac("din")), netns=tb.netns("lg"))
+        cap = tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv(tb.ifname("din"), pcap, direction="in",
+                                                                       bpf_filter="udp"), pcap)
+        rep = loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate,
+                                                                       duration_s=secs, id_start=1000,
+                                                                       dst_mac=tb.mac("din")))
         time.sleep(0.3)
         stats = cap.stop()
     assert rep["sent"] == rep["target"] == rate * secs

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import require_program
 from benchbook.tools import perf
+from benchbook.tools.host import LocalHost
 
 EVENTS = "task-clock,context-switches,cpu-migrations,instructions,branches"
 
@@ -44,7 +45,7 @@ def test_attach_to_pid_window():
     require_program("perf")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        run = perf.start_perf_stat(busy.pid, 0.6, repeats=3, events=("task-clock", "context-switches"))
+        run = perf.start_perf_stat(LocalHost(), busy.pid, 0.6, repeats=3, events=("task-clock", "context-switches"))
         res = run.finish()
     finally:
         busy.kill()

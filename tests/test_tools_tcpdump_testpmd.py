@@ -24,9 +24,9 @@ def tb():
 
 def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
     pcap = tmp_path / "c.pcap"
-    cap = tcpdump.start_capture(tcpdump.build_argv(tb.ifname("din"), pcap, direction="in", bpf_filter="udp"),
-                                pcap, popen=lambda a, **kw: tb.popen("dut", a, **kw))
-    loadgen.run_loadgen(loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=1000, count=123), netns=tb.netns("lg"))
+    cap = tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv(tb.ifname("din"), pcap, direction="in",
+                                                                   bpf_filter="udp"), pcap)
+    loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=1000, count=123))
     time.sleep(0.2)
     st = cap.stop()
     assert st["captured"] == 123 and st["received_by_filter"] == 123 and st["dropped_by_kernel"] == 0
@@ -39,16 +39,15 @@ def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
 
 def test_tcpdump_bad_interface_is_a_clear_error(tb, tmp_path):
     with pytest.raises(tcpdump.CaptureError, match="no-such-if0"):
-        tcpdump.start_capture(tcpdump.build_argv("no-such-if0", tmp_path / "x.pcap"), tmp_path / "x.pcap",
-                              popen=lambda a, **kw: tb.popen("dut", a, **kw))
+        tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv("no-such-if0", tmp_path / "x.pcap"), tmp_path / "x.pcap")
 
 
 def test_testpmd_forwards_and_reports(tb):
     require_program("dpdk-testpmd")
     argv = testpmd.build_argv([tb.ifname("din"), tb.ifname("dout")], main_cpu=1, fwd_cpu=1,
                               file_prefix=f"bb-{tb.token}-tp")
-    tp = testpmd.start_testpmd(argv, popen=lambda a, **kw: tb.popen("dut", a, **kw))
-    loadgen.run_loadgen(loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=2000, count=500), netns=tb.netns("lg"))
+    tp = testpmd.start_testpmd(tb.host("dut"), argv)
+    loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=2000, count=500))
     time.sleep(0.3)
     st = tp.stop()
     assert st["exit_code"] == 0
@@ -60,7 +59,7 @@ def test_testpmd_bad_interface_is_a_clear_error(tb):
     require_program("dpdk-testpmd")
     argv = testpmd.build_argv(["no-such-if0", tb.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{tb.token}-tp")
     with pytest.raises(testpmd.TestpmdError, match=r"(?s)forwards on 1 port\(s\), expected 2.*SIOCGIFINDEX"):
-        testpmd.start_testpmd(argv, popen=lambda a, **kw: tb.popen("dut", a, **kw))
+        testpmd.start_testpmd(tb.host("dut"), argv)
 
 
 def test_dpdk_runtime_dir_removed_after_teardown():
@@ -70,10 +69,10 @@ def test_dpdk_runtime_dir_removed_after_teardown():
 
     with LocalBackend().topology() as t:
         argv = testpmd.build_argv([t.ifname("din"), t.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{t.token}-tp")
-        tp = testpmd.start_testpmd(argv, popen=lambda a, **kw: t.popen("dut", a, **kw))
+        tp = testpmd.start_testpmd(t.host("dut"), argv)
         assert (Path("/var/run/dpdk") / f"bb-{t.token}-tp").is_dir()
         tok = t.token
-    assert tp.proc.poll() is not None
+    assert tp.command.poll() is not None
     assert not (Path("/var/run/dpdk") / f"bb-{tok}-tp").exists()
 
 

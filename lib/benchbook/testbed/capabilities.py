@@ -15,7 +15,13 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchbook.errors import BenchbookError
+
 PRESENT, MISSING, UNKNOWN = "present", "missing", "unknown"
+
+
+class NotRunnable(BenchbookError, RuntimeError):
+    """Something an experiment needs cannot run on this host; str(exc) says why (never emulated)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """Devices under test, registered by name; each is a context manager yielding a RunningDuT.
 
-Factory signature (every kind, including engineer F2's ``testpmd-lxc`` in
-``benchbook.testbed.lxc_dut``)::
+Factory signature (every kind, including ``testpmd-lxc`` in ``benchbook.testbed.lxc_dut``)::
 
     factory(testbed, *, cpu: int, isolation: IsolationInfo | None,
             ingress: str = "din", egress: str = "dout", **options) -> ContextManager[RunningDuT]
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,18 +77,6 @@ def open_dut(kind: str, testbed: Any, **kwargs: Any) -> Any:
     return get_dut_factory(kind)(testbed, **kwargs)
 
 
-def _join_cgroup(procs_file: Path | None) -> Callable[[], None] | None:
-    if procs_file is None:
-        return None
-    path = str(procs_file)
-
-    def join() -> None:  # runs in the child between fork and exec
-        with open(path, "w") as fh:
-            fh.write(str(os.getpid()))
-
-    return join
-
-
 @contextlib.contextmanager
 def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str = "din", egress: str = "dout",
                 mem_mb: int = 256, nb_mbufs: int = 8192, burst: int = 32) -> Iterator[RunningDuT]:
@@ -102,11 +88,11 @@ def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str =
     argv = testpmd.build_argv(ifaces, main_cpu=cpu, fwd_cpu=cpu, file_prefix=make_name(testbed.token, "tp"),
                               mem_mb=mem_mb, nb_mbufs=nb_mbufs, burst=burst)
     procs_file = isolation.dut_procs_file if isolation is not None else None
-    tp = testpmd.start_testpmd(argv, popen=lambda a, **kw: testbed.popen("dut", a, preexec_fn=_join_cgroup(procs_file), **kw))
-    dut = RunningDuT(kind="testpmd", pid=tp.proc.pid, cpu=cpu, dst_mac=testbed.mac(ingress), description={
+    tp = testpmd.start_testpmd(testbed.host("dut"), argv, join_cgroup=str(procs_file) if procs_file else None)
+    dut = RunningDuT(kind="testpmd", pid=tp.pid, cpu=cpu, dst_mac=testbed.mac(ingress), description={
         "kind": "testpmd", "argv": argv, "forward_mode": "io", "ports": ifaces, "cpu": cpu,
         "cgroup_procs_file": str(procs_file) if procs_file else None,
-        "cpus_allowed": cpus_allowed(tp.proc.pid),
+        "cpus_allowed": cpus_allowed(tp.pid),
     })
     try:
         yield dut

@@ -20,21 +20,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbook.errors import BenchbookError
+from benchbook.filelock import FileLock, LockBusy, describe_holder
 from benchbook.testbed import state as run_state
+from benchbook.testbed.capabilities import NotRunnable, probe_cgroup_v2_cpuset
+from benchbook.testbed.cleanup import sweep_leftovers
 from benchbook.testbed.names import make_name
+from benchbook.testbed.signals import deferred_signals
 from benchbook.tools import cgroups as cg
+from benchbook.tools.host import LocalHost
 
 MODES = ("none", "v1", "v2")
-
-
-class NotRunnable(BenchbookError, RuntimeError):
-    """This recipe cannot run on this host; str(exc) says why."""
+__all__ = ["MODES", "NotRunnable", "IsolationInfo", "Isolation", "isolation", "mode_status", "v1_cpuset_status",
+           "v2_cpuset_status"]
 
 
 @dataclass
@@ -57,16 +58,10 @@ def _cpu_split(dut_cpu: int) -> tuple[str, str]:
 
 
 def v2_cpuset_status() -> tuple[bool, str]:
-    """Is the v2 recipe runnable here? Uses engineer E's capability probe when present."""
-    try:
-        from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
-
-        cap = probe_cgroup_v2_cpuset()
-        if not cap.ok:
-            return False, f"cgroup v2 cpuset controller not available: {cap.detail}"
-    except ImportError:
-        if "cpuset" not in cg.v2_controllers():
-            return False, "cgroup v2 cpuset controller not available (not in cgroup.controllers of the cgroup2 mount)"
+    """Is the v2 recipe runnable here? (the cgroup-v2-cpuset capability probe, plus a cgroup2 mount)"""
+    cap = probe_cgroup_v2_cpuset()
+    if not cap.ok:
+        return False, f"cgroup v2 cpuset controller not available: {cap.detail}"
     root = cg.v2_root()
     if root is None:
         return False, "no cgroup2 mount"
@@ -82,8 +77,6 @@ def v1_cpuset_status() -> tuple[bool, str]:
 
 def mode_status(mode: str) -> tuple[bool, str]:
     """(runnable, reason) for an isolation mode on this host."""
-    import os
-
     if mode not in MODES:
         return False, f"unknown isolation mode {mode!r}; known: {', '.join(MODES)}"
     if os.geteuid() != 0:
@@ -107,7 +100,7 @@ class Isolation:
         self._undo: list[Any] = []
         self.info: IsolationInfo | None = None
         self.notes: dict[str, str] = {}
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         self.lock_timeout_s = 300.0
 
     def _set(self, path: Path, value: str) -> None:
@@ -122,12 +115,10 @@ class Isolation:
         ok, why = mode_status(self.mode)
         if not ok:
             raise NotRunnable(why)
-        self._lock_fd = _host_lock(self.lock_timeout_s)
+        self._lock = _host_lock(self.lock_timeout_s)
         try:
             # a killed earlier run may have left its recipe applied: undo it before recording
             # "previous" values of our own
-            from benchbook.testbed.sweep import sweep_leftovers
-
             sweep_leftovers()
             self._state = run_state.acquire(self.token)
             self.info = self._apply()
@@ -138,8 +129,6 @@ class Isolation:
 
     def _restore(self) -> list[str]:
         problems: list[str] = []
-        from benchbook.testbed.signals import deferred_signals
-
         with deferred_signals():
             while self._undo:
                 fn = self._undo.pop()
@@ -152,9 +141,9 @@ class Isolation:
             if self._state is not None:
                 run_state.release(self.token)
                 self._state = None
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)  # releases the host-wide isolation lock
-                self._lock_fd = None
+            if self._lock is not None:
+                self._lock.release()  # the host-wide isolation lock
+                self._lock = None
         return problems
 
     def __exit__(self, *exc: object) -> None:
@@ -200,8 +189,6 @@ class V1Isolation(V1CpusetBase):
     mode = "v1"
 
     def _apply(self) -> IsolationInfo:
-        import os
-
         dut, hk = _cpu_split(self.dut_cpu)
         root = self._root()
         mems = cg.read(root / "cpuset.mems")
@@ -288,38 +275,29 @@ class V2Isolation(Isolation):
         part = cg.read(d / "cpuset.cpus.partition")
         slices_set = []
         if shutil.which("systemctl"):
+            host = LocalHost(name="isolation")
             for unit in self.slices:
-                r = subprocess.run(["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
-                                   capture_output=True, text=True)
-                if r.returncode == 0:
+                r = host.run(["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"], check=False)
+                if r.exit_code == 0:
                     slices_set.append(unit)
-                    self._undo.append(lambda u=unit: subprocess.run(
-                        ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="], capture_output=True))
+                    self._undo.append(lambda u=unit: host.run(
+                        ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="], check=False) and None)
         if not part.startswith(self.partition):
             raise cg.CgroupError(f"{d}/cpuset.cpus.partition reads {part!r}, expected {self.partition!r}")
         return IsolationInfo("v2", dut, hk, d / "cgroup.procs",
                              report={"dut_cgroup": str(d), "partition": part, "allowed_cpus_slices": slices_set})
 
 
-def _host_lock(timeout_s: float) -> int:
+def _host_lock(timeout_s: float) -> FileLock:
     """One CPU isolation at a time on a host (two recipes would fight over the same tasks and
-    settings): an flock on <state dir>/cpu-isolation.lock, released when closed or when the
+    settings): a FileLock on <state dir>/cpu-isolation.lock, released by release() or when the
     process dies."""
-    import fcntl
-    import time
-
-    run_state.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_state.STATE_DIR / "cpu-isolation.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise NotRunnable(f"another benchbook run kept the CPU isolation lock for {timeout_s:g} s") from None
-            time.sleep(0.1)
+    lock = FileLock(run_state.STATE_DIR / "cpu-isolation.lock", timeout_s=timeout_s, description="CPU isolation")
+    try:
+        return lock.acquire()
+    except LockBusy as exc:
+        raise NotRunnable(f"another benchbook run kept the CPU isolation lock for {timeout_s:g} s "
+                          f"({describe_holder(exc.holder)})") from None
 
 
 RECIPES = {"none": NoIsolation, "v1": V1Isolation, "v2": V2Isolation}

@@ -35,67 +35,11 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.testbed.rootfs import RootfsRecipe, cache_dir, ensure_rootfs
+from benchbook.testbed.rootfs_recipes import GUEST_ROOTFS
 
 HIERARCHY_PARAM = {"v1": "systemd.unified_cgroup_hierarchy=0", "v2": "systemd.unified_cgroup_hierarchy=1"}
 # what /sys/fs/cgroup is in the guest: tmpfs (v1 controllers, hybrid) or the cgroup2 file system
 EXPECTED_FSTYPE = {"v1": "tmpfs", "v2": "cgroup2fs"}
-
-_RUNNER = r"""#!/bin/sh
-# benchbook guest runner: report the cgroup layout, run the job from /dev/vdb, power off.
-exec > /dev/ttyS0 2>&1
-echo "BB-CGROUP-FSTYPE=$(stat -fc %T /sys/fs/cgroup)"
-echo "BB-CPUSET-HIERARCHY=$(awk '$1=="cpuset"{print $2}' /proc/cgroups)"
-for f in /sys/fs/cgroup/cgroup.controllers /sys/fs/cgroup/unified/cgroup.controllers; do
-  [ -f "$f" ] && echo "BB-V2-CONTROLLERS=$(cat "$f")" && break
-done
-echo "BB-KERNEL=$(uname -r)"
-echo "BB-CMDLINE=$(cat /proc/cmdline)"
-if [ -b /dev/vdb ]; then
-  tr -d '\000' < /dev/vdb > /run/bb-job.sh
-  echo "BB-JOB-BEGIN"
-  sh /run/bb-job.sh
-  echo "BB-JOB-END rc=$?"
-fi
-echo "BB-DONE"
-sync
-echo o > /proc/sysrq-trigger
-"""
-
-_SERVICE = """[Unit]
-Description=benchbook guest job
-DefaultDependencies=no
-After=systemd-remount-fs.service
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/sbin/bb-run
-StandardOutput=tty
-TTYPath=/dev/ttyS0
-"""
-
-_TARGET = """[Unit]
-Description=benchbook guest job target
-Requires=bb-run.service
-After=bb-run.service
-AllowIsolate=yes
-"""
-
-GUEST_ROOTFS = RootfsRecipe(
-    name="kvm-guest",
-    include=("systemd-sysv", "udev", "linux-image-amd64", "initramfs-tools", "zstd"),
-    files=(
-        ("/usr/local/sbin/bb-run", _RUNNER, 0o755),
-        ("/etc/systemd/system/bb-run.service", _SERVICE, 0o644),
-        ("/etc/systemd/system/bb.target", _TARGET, 0o644),
-        ("/etc/fstab", "/dev/vda / ext4 defaults 0 1\n", 0o644),
-        ("/etc/hostname", "bb-guest\n", 0o644),
-        # a small initramfs: only what finds and mounts the virtio root disk (faster boots)
-        ("/etc/initramfs-tools/conf.d/benchbook", "MODULES=list\nCOMPRESS=zstd\n", 0o644),
-        ("/etc/initramfs-tools/modules", "virtio_pci\nvirtio_blk\next4\n", 0o644),
-    ),
-    post=("update-initramfs -u -k all",),
-)
-
 
 class GuestError(BenchbookError, RuntimeError):
     """The guest did not boot or did not report; the message holds the serial console tail."""

@@ -1,10 +1,12 @@
 """The local emulated testbed: roles in network namespaces joined by veth pairs.
 
     with LocalBackend().topology() as tb:        # sweeps dead runs' leftovers first
-        tb.run("dut", ["ip", "link"])             # inside bb-<token>-dut
-        p = tb.popen("ts", ["tcpdump", ...])      # tracked, terminated at teardown
+        tb.host("dut").run(["ip", "link"])        # inside bb-<token>-dut
+        p = tb.host("ts").start(["tcpdump", ...]) # tracked, interrupted at teardown
     # namespaces, veths, tracked processes and DPDK runtime dirs are gone here,
     # also when the body raised, on Ctrl-C and on SIGTERM.
+
+Each role is a `LocalHost` inside its namespace; all of them share the testbed's command log.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any
 
 from benchbook.testbed import state as run_state
 from benchbook.testbed.names import make_name, new_token
-from benchbook.testbed.shell import CommandLog, netns_argv, run
 from benchbook.testbed.signals import deferred_signals, terminate_raises
 from benchbook.testbed.topology import BUILTIN, Topology
+from benchbook.tools.host import CommandLog, CommandResult, LocalHost, RunningCommand
 
 
 def probe_local() -> dict[str, Any]:
@@ -45,7 +47,7 @@ class LocalTestbed:
         self.topology = topology
         self.token = token or new_token()
         self.log = log or CommandLog()
-        self._procs: list[subprocess.Popen[Any]] = []
+        self._procs: list[RunningCommand] = []
         self._state: run_state.RunState | None = None
         self._guard: Any = None
         self._created_ns: list[str] = []
@@ -76,19 +78,20 @@ class LocalTestbed:
         }
 
     # commands ----------------------------------------------------------------------------
-    def run(self, role: str | None, argv: Sequence[str], check: bool = True,
-            timeout: float | None = 60.0) -> subprocess.CompletedProcess[str]:
-        return run(netns_argv(self.netns(role) if role else None, argv), check=check, log=self.log, timeout=timeout)
+    def host(self, role: str | None) -> LocalHost:
+        """The host of a role (inside its namespace; None: this machine's namespaces). Processes
+        it starts are tracked and stopped at teardown."""
+        return LocalHost(name=role or "local", netns=self.netns(role) if role else None, log=self.log,
+                         on_start=self._track)
 
-    def popen(self, role: str | None, argv: Sequence[str], what: str = "", **kwargs: Any) -> subprocess.Popen[Any]:
-        """Start a long-running process in role's namespace; it is terminated at teardown."""
-        full = netns_argv(self.netns(role) if role else None, argv)
-        self.log.add(full)
-        proc = subprocess.Popen(full, **kwargs)
-        self._procs.append(proc)
+    def _track(self, cmd: RunningCommand) -> None:
+        self._procs.append(cmd)
         if self._state is not None:
-            self._state.add_pid(proc.pid, what or argv[0])
-        return proc
+            self._state.add_pid(cmd.pid, cmd.record.what or cmd.argv[0])
+
+    def run(self, role: str | None, argv: Sequence[str], check: bool = True,
+            timeout_s: float | None = 60.0) -> CommandResult:
+        return self.host(role).run(argv, check=check, timeout_s=timeout_s)
 
     # life cycle --------------------------------------------------------------------------
     def up(self) -> "LocalTestbed":
@@ -118,19 +121,14 @@ class LocalTestbed:
         return self
 
     def stop_processes(self, grace_s: float = 3.0) -> None:
-        for proc in self._procs:
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGINT)
-                except ProcessLookupError:
-                    pass
+        for cmd in self._procs:
+            cmd.interrupt()
         deadline = time.monotonic() + grace_s
-        for proc in self._procs:
+        for cmd in self._procs:
             try:
-                proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+                cmd.wait(timeout_s=max(0.05, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+                cmd.kill()
         self._procs.clear()
 
     def down(self) -> list[str]:
@@ -141,9 +139,10 @@ class LocalTestbed:
                 self.stop_processes()
             except Exception as exc:  # noqa: BLE001 - keep tearing down
                 errors.append(f"stopping processes: {exc}")
+            root = self.host(None)
             for ns in reversed(self._created_ns):
-                _kill_netns_pids(ns, self.log)
-                r = run(["ip", "netns", "del", ns], check=False, log=self.log)
+                _kill_netns_pids(root, ns)
+                r = root.run(["ip", "netns", "del", ns], check=False)
                 if r.returncode != 0 and Path(f"/run/netns/{ns}").exists():
                     errors.append(f"ip netns del {ns}: {r.stderr.strip()}")
             self._created_ns.clear()
@@ -170,8 +169,8 @@ class LocalTestbed:
             self._guard.__exit__(None, None, None)
 
 
-def _kill_netns_pids(ns: str, log: CommandLog | None = None) -> None:
-    r = run(["ip", "netns", "pids", ns], check=False, log=log)
+def _kill_netns_pids(host: LocalHost, ns: str) -> None:
+    r = host.run(["ip", "netns", "pids", ns], check=False)
     for tok in r.stdout.split():
         try:
             os.kill(int(tok), signal.SIGKILL)
@@ -198,7 +197,7 @@ class LocalBackend:
             else:
                 topology = Topology.from_toml(Path(topology))
         if self.sweep:
-            from benchbook.testbed.sweep import sweep_leftovers
+            from benchbook.testbed.cleanup import sweep_leftovers
 
-            sweep_leftovers(log=self.log)
+            sweep_leftovers(LocalHost(name="cleanup", log=self.log))
         return LocalTestbed(topology, token=token, log=self.log)

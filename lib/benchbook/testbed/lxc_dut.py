@@ -23,8 +23,8 @@ namespace, up and promiscuous as before).
 Stopping: SIGINT to testpmd makes it print its forward statistics ("Bye..."); as a pid
 namespace's init it then keeps waiting on its console, so the container is killed after the
 statistics are in the console log. The container is always stopped and destroyed, also when
-starting fails half-way, on Ctrl-C and on SIGTERM; `sweep` removes leftovers of killed runs
-(container processes found through LXC's cgroups, then lxc-destroy).
+starting fails half-way, on Ctrl-C and on SIGTERM; :mod:`benchbook.testbed.cleanup` removes
+leftovers of killed runs (container processes found through LXC's cgroups, then lxc-destroy).
 """
 
 from __future__ import annotations
@@ -32,60 +32,44 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchbook.errors import BenchbookError
+from benchbook.testbed.capabilities import NotRunnable, probe_cgroup_v2_cpuset
+from benchbook.testbed.dut import RunningDuT
+from benchbook.testbed.names import make_name, new_token
+from benchbook.testbed.cleanup import container_pids, lxc_cgroup_dirs, monitor_pids, remove_container_cgroups
 from benchbook.testbed.procinfo import cpus_allowed
-from benchbook.testbed.rootfs import TESTPMD_ROOTFS, RootfsRecipe, ensure_rootfs, rootfs_info
+from benchbook.testbed.rootfs import RootfsRecipe, ensure_rootfs, rootfs_info
+from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
+from benchbook.tools import cgroups as cg
 from benchbook.tools import lxc as lxctool
+from benchbook.tools import testpmd
+from benchbook.tools.host import CommandResult, LocalHost
 from benchbook.tools.lxc import PREFIX, ContainerConfig, Lxc, LxcError, PhysNic
 
 KIND = "testpmd-lxc"
 TESTPMD_IN_ROOTFS = "/usr/bin/dpdk-testpmd"
 READY_MARK = "Press enter to exit"
 BYE_MARK = "Bye..."
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-class DutUnavailable(BenchbookError, RuntimeError):
-    """This DuT cannot run on this host; str(exc) says why (never emulated)."""
-
-
-def _not_runnable(msg: str) -> Exception:
-    """F1's isolation.NotRunnable when present (one exception type for 'cannot run here')."""
-    try:
-        from benchbook.testbed.isolation import NotRunnable
-
-        class _Both(NotRunnable, DutUnavailable):  # type: ignore[misc]
-            pass
-
-        return _Both(msg)
-    except ImportError:  # pragma: no cover - isolation.py is part of the tree
-        return DutUnavailable(msg)
+DutUnavailable = NotRunnable  # the DuT cannot run on this host; str(exc) says why (never emulated)
 
 
 def testpmd_argv(ifaces: Sequence[str], cpu: int, file_prefix: str, mem_mb: int = 128,
                  nb_mbufs: int = 8192, burst: int = 32) -> list[str]:
     """testpmd's command line inside the container (no stdbuf: the console is a tty)."""
-    from benchbook.tools import testpmd
-
-    argv = testpmd.build_argv(list(ifaces), main_cpu=cpu, fwd_cpu=cpu, file_prefix=file_prefix,
-                              mem_mb=mem_mb, nb_mbufs=nb_mbufs, burst=burst, binary=TESTPMD_IN_ROOTFS)
-    if argv[:2] == ["stdbuf", "-oL"]:
-        argv = argv[2:]
-    return argv
+    return testpmd.build_argv(list(ifaces), main_cpu=cpu, fwd_cpu=cpu, file_prefix=file_prefix, mem_mb=mem_mb,
+                              nb_mbufs=nb_mbufs, burst=burst, binary=TESTPMD_IN_ROOTFS, line_buffered=False)
 
 
-def _ip(args: Sequence[str], netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _ip(host: LocalHost, args: Sequence[str], netns: str | None = None, check: bool = True) -> CommandResult:
     argv = ["ip", *(["-n", netns] if netns else []), *args]
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise LxcError(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
-    return proc
+    r = host.run(argv, check=False)
+    if check and r.exit_code != 0:
+        raise LxcError(f"{' '.join(argv)} failed (exit {r.exit_code}): {r.stderr.strip()}")
+    return r
 
 
 def _proc_cgroups(pid: int) -> dict[str, str]:
@@ -115,9 +99,7 @@ class LxcTestpmdDut:
                  netns: str | None = None, name: str | None = None, token: str | None = None,
                  parent_cgroup: str | None = None, monitor_cgroup: str | None = None,
                  rootfs: RootfsRecipe = TESTPMD_ROOTFS, mem_mb: int = 128, nb_mbufs: int = 8192,
-                 burst: int = 32, ready_timeout_s: float = 30.0, lxc: Lxc | None = None) -> None:
-        from benchbook.testbed.names import make_name, new_token
-
+                 burst: int = 32, ready_timeout_s: float = 30.0, host: LocalHost | None = None) -> None:
         if len(interfaces) != 2:
             raise ValueError(f"testpmd-lxc forwards between two interfaces, got {list(interfaces)}")
         if cgroup_mode not in ("v1", "v2"):
@@ -135,7 +117,9 @@ class LxcTestpmdDut:
         self.rootfs_recipe = rootfs
         self.argv = testpmd_argv(self.interfaces, self.cpu, self.name, mem_mb, nb_mbufs, burst)
         self.ready_timeout_s = ready_timeout_s
-        self.lxc = lxc or Lxc()
+        self.host = host or LocalHost(name="dut")
+        self.lxc = Lxc(host=self.host)
+        self._log_start = len(self.host.log.records)
         self.dir = self.lxc.lxcpath / self.name
         self.console_log = self.dir / "console.log"
         self.lxc_log = self.dir / "lxc.log"
@@ -167,7 +151,7 @@ class LxcTestpmdDut:
 
     def record(self) -> dict[str, Any]:
         """Everything for the run record: description, commands with their outputs, statistics."""
-        return {**self.description, "steps": self.steps, "commands": [c.as_dict() for c in self.lxc.log],
+        return {**self.description, "steps": self.steps, "commands": [r.as_dict() for r in self.host.log.since(self._log_start)],
                 "stats": self.stats, "console_tail": self._console_tail}
 
     # --- life cycle ---------------------------------------------------------------------
@@ -195,13 +179,14 @@ class LxcTestpmdDut:
     def _check_runnable(self) -> None:
         ok, why = lxctool.lxc_capability()
         if not ok:
-            raise _not_runnable(why)
+            raise NotRunnable(why)
         if self.cgroup_mode == "v2":
-            ok, why = lxctool.cgroup_v2_cpuset_available()
-            if not ok:
-                raise _not_runnable(f"testpmd-lxc with cgroup v2: {why}")
-        elif lxc_v1_cpuset_root() is None:
-            raise _not_runnable("testpmd-lxc with cgroup v1: no cgroup v1 cpuset hierarchy is mounted")
+            cap = probe_cgroup_v2_cpuset()
+            if not cap.ok:
+                raise NotRunnable(f"testpmd-lxc with cgroup v2: {cap.detail}; the v2 arm "
+                                  "(lxc.cgroup2.cpuset.cpus) cannot run on this host")
+        elif cg.v1_hierarchy("cpuset") is None:
+            raise NotRunnable("testpmd-lxc with cgroup v1: no cgroup v1 cpuset hierarchy is mounted")
         if self.lxc.list() and self.name in self.lxc.list():
             raise LxcError(f"container {self.name} already exists (run `sweep` or pick another name)")
 
@@ -209,7 +194,7 @@ class LxcTestpmdDut:
         self._check_runnable()
         tree = ensure_rootfs(self.rootfs_recipe)
         self.steps.append(f"root file system {tree}")
-        self._cgroups_before = set(_lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup))
+        self._cgroups_before = set(lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup))
         cfg = ContainerConfig(
             name=self.name,
             rootfs=f"overlay:{tree}:{self.dir / 'delta0'}",
@@ -237,9 +222,9 @@ class LxcTestpmdDut:
         self.steps.append(f"lxc-create {self.name}; config written to {self.dir / 'config'}")
 
         for iface in self.interfaces:  # promiscuous (net_af_packet on veth needs it), then to the host
-            _ip(["link", "set", iface, "promisc", "on"], self.netns)
+            _ip(self.host, ["link", "set", iface, "promisc", "on"], self.netns)
             if self.netns:
-                _ip(["link", "set", iface, "netns", "1"], self.netns)
+                _ip(self.host, ["link", "set", iface, "netns", "1"], self.netns)
                 self._moved_to_host.append(iface)
         if self.netns:
             self.steps.append(f"moved {', '.join(self.interfaces)} from netns {self.netns} to the host for lxc-start")
@@ -303,8 +288,6 @@ class LxcTestpmdDut:
             time.sleep(0.05)
 
     def _teardown(self) -> None:
-        from benchbook.tools import testpmd
-
         errors: list[str] = []
         old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} \
             if _main_thread() else {}
@@ -330,11 +313,11 @@ class LxcTestpmdDut:
                 self._created = False
             errors += self._remove_new_cgroups()
             for iface in list(self._moved_to_host):  # LXC put them back in the host namespace
-                if _ip(["link", "show", iface], check=False).returncode == 0:
-                    _ip(["link", "set", iface, "netns", self.netns or "1"], check=False)
+                if _ip(self.host, ["link", "show", iface], check=False).exit_code == 0:
+                    _ip(self.host, ["link", "set", iface, "netns", self.netns or "1"], check=False)
                 if self.netns:
-                    _ip(["link", "set", iface, "promisc", "on"], self.netns, check=False)
-                    _ip(["link", "set", iface, "up"], self.netns, check=False)
+                    _ip(self.host, ["link", "set", iface, "promisc", "on"], self.netns, check=False)
+                    _ip(self.host, ["link", "set", iface, "up"], self.netns, check=False)
                 self._moved_to_host.remove(iface)
             if self._moved_to_host == [] and self.netns:
                 self.steps.append(f"returned {', '.join(self.interfaces)} to netns {self.netns}")
@@ -349,20 +332,8 @@ class LxcTestpmdDut:
 
     def _remove_new_cgroups(self) -> list[str]:
         """rmdir the cgroups this container made (LXC leaves parents it created in every hierarchy)."""
-        errors: list[str] = []
-        new = set(_lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup)) - self._cgroups_before
-        for d in sorted(new, key=lambda p: len(p.parts), reverse=True):
-            for attempt in range(20):  # the monitor may take a moment to leave its cgroup
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if attempt == 19:
-                        errors.append(f"cgroup {d}: {exc}")
-                    time.sleep(0.05)
-        return errors
+        new = set(lxc_cgroup_dirs(self.name, self.parent_cgroup, self.monitor_cgroup)) - self._cgroups_before
+        return remove_container_cgroups(self.name, sorted(new))[1]
 
     def _kill_leftover_processes(self) -> None:
         for pid in container_pids(self.name):
@@ -391,134 +362,23 @@ def _tail(path: Path, n: int = 20) -> str:
 
 
 def _mems() -> str:
-    root = lxc_v1_cpuset_root()
+    root = cg.v1_hierarchy("cpuset")
     if root is not None:
         with contextlib.suppress(OSError):
             return (root / "cpuset.mems").read_text().strip() or "0"
     return "0"
 
 
-def lxc_v1_cpuset_root() -> Path | None:
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        p = line.split()
-        if len(p) >= 4 and p[2] == "cgroup" and "cpuset" in p[3].split(","):
-            return Path(p[1])
-    return None
-
-
-def _hierarchies() -> list[Path]:
-    out = []
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        p = line.split()
-        if len(p) >= 3 and p[2] in ("cgroup", "cgroup2"):
-            out.append(Path(p[1]))
-    return out
-
-
-def _lxc_cgroup_dirs(name: str, *parents: str | None) -> list[Path]:
-    """Every cgroup directory LXC makes for container `name` (default and custom layouts),
-    plus the given parent directories (which LXC creates in every hierarchy when missing)."""
-    found: list[Path] = []
-    rels = (f"lxc.payload.{name}", f"lxc.monitor.{name}", f"{name}.monitor", name)
-    for h in _hierarchies():
-        bases = [h] + [h / p for p in parents if p]
-        for base in bases:
-            if base != h and base.is_dir():
-                found.append(base)
-            for rel in rels:
-                if (base / rel).is_dir():
-                    found.append(base / rel)
-        found.extend(d for d in h.glob(f"*/{name}.monitor") if d.is_dir())
-        found.extend(d for d in h.glob(f"*/{name}") if d.is_dir())
-    return sorted(set(found))
-
-
-def container_pids(name: str) -> list[int]:
-    """Host pids of processes in container `name`'s cgroups (any benchbook layout)."""
-    pids: set[int] = set()
-    for d in _lxc_cgroup_dirs(name):
-        for sub in [d, *[p for p in d.rglob("*") if p.is_dir()]]:
-            for fname in ("cgroup.procs",):
-                with contextlib.suppress(OSError, ValueError):
-                    pids.update(int(x) for x in (sub / fname).read_text().split())
-    return sorted(pids)
-
-
-def monitor_pids(name: str) -> list[int]:
-    """Pids of LXC monitor processes (``[lxc monitor] <lxcpath> <name>``) and hooks for `name`."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            args = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        words = [a.decode(errors="replace") for a in args if a]
-        if not words:
-            continue
-        if (words[0].startswith("[lxc monitor]") and words[-1] == name) or \
-                (len(words) > 2 and words[0] in ("/bin/sh", "sh") and name in words and "lxc" in words):
-            pids.append(int(d.name))
-    return pids
-
-
-def sweep(lxc: Lxc | None = None, prefix: str = PREFIX, include_live: bool = False) -> list[str]:
-    """Remove leftover benchbook containers (``bb-`` names): kill their processes (found through
-    LXC's cgroups, so also when the monitor is gone), lxc-stop -k, lxc-destroy, rmdir their
-    cgroups. Containers of runs whose owner still lives (benchbook.testbed.state) are kept unless
-    include_live. Returns what was removed. Other containers are never touched."""
-    from benchbook.testbed import state as run_state
-    from benchbook.testbed.names import token_of
-
-    lxc = lxc or Lxc()
-    removed: list[str] = []
-    names = set()
-    if lxc.lxcpath.is_dir():
-        names |= {p.name for p in lxc.lxcpath.iterdir() if p.is_dir() and p.name.startswith(prefix)}
-    for h in _hierarchies():
-        for d in h.glob(f"lxc.payload.{prefix}*"):
-            names.add(d.name[len("lxc.payload."):])
-        for d in h.glob(f"*/{prefix}*"):
-            if d.is_dir() and (d / "cgroup.procs").exists() and not d.name.endswith(".monitor") \
-                    and (lxc.lxcpath / d.name).is_dir():
-                names.add(d.name)
-    live = set() if include_live else run_state.live_tokens()
-    names = {n for n in names if include_live or token_of(n) not in live or token_of(n) is None}
-    for name in sorted(names):
-        for pid in container_pids(name) + monitor_pids(name):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5  # SIGKILL is asynchronous: wait until the cgroups are empty
-        while (container_pids(name) or monitor_pids(name)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        removed += [f"container {n}" for n in lxctool.sweep_containers(lxc, prefix=name)]
-        for d in sorted(_lxc_cgroup_dirs(name), key=lambda p: len(p.parts), reverse=True):
-            if d.name.startswith(("lxc.", name)):
-                for attempt in range(20):
-                    try:
-                        d.rmdir()
-                        removed.append(f"cgroup {d}")
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        time.sleep(0.05)
-    return removed
-
-
-# --- F1's DuT registry factory ("testpmd-lxc" in benchbook.testbed.dut) -------------------------
+# --- the DuT registry's factory ("testpmd-lxc" in benchbook.testbed.dut) ---------------------------
 @contextlib.contextmanager
 def testpmd_lxc_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str = "din",
                     egress: str = "dout", cgroup_mode: str | None = None, **options: Any) -> Iterator[Any]:
     """Factory for benchbook.testbed.dut: yields a RunningDuT for a started LocalTestbed."""
-    from benchbook.testbed.dut import RunningDuT
-
     mode = cgroup_mode or (isolation.mode if isolation is not None and isolation.mode in ("v1", "v2") else "v1")
     parent = monitor = None
     if isolation is not None and isolation.dut_procs_file is not None:
         cg_dir = Path(isolation.dut_procs_file).parent
-        root = lxc_v1_cpuset_root() if mode == "v1" else None
+        root = cg.v1_hierarchy("cpuset") if mode == "v1" else None
         if root is not None and root in cg_dir.parents:
             parent = str(cg_dir.relative_to(root))
             hk = isolation.report.get("housekeeping_cgroup") if isinstance(isolation.report, dict) else None
@@ -531,7 +391,7 @@ def testpmd_lxc_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: s
         dst_mac = None
     dut = LxcTestpmdDut([testbed.ifname(ingress), testbed.ifname(egress)], cpu=cpu, cgroup_mode=mode,
                         netns=testbed.netns(role), token=testbed.token, parent_cgroup=parent,
-                        monitor_cgroup=monitor, **options)
+                        monitor_cgroup=monitor, host=testbed.host(None), **options)
     running: Any = None
     try:
         with dut:

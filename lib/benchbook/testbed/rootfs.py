@@ -77,10 +77,6 @@ class RootfsRecipe:
         return cmd
 
 
-# The DuT container: dpdk-testpmd (Debian 12 ships it in dpdk-dev) and the PMD plugins (dpdk).
-TESTPMD_ROOTFS = RootfsRecipe(name="testpmd", include=("dpdk", "dpdk-dev"))
-
-
 def is_built(recipe: RootfsRecipe, root: Path | None = None) -> bool:
     return (recipe.path(root) / MARKER).is_file()
 
@@ -171,31 +167,3 @@ def rootfs_info(recipe: RootfsRecipe, root: Path | None = None) -> dict:
 def run_in_rootfs(tree: Path, argv: Sequence[str]) -> subprocess.CompletedProcess:
     """Run argv chrooted into a tree (read-only use, e.g. asking a binary's version)."""
     return subprocess.run(["chroot", str(tree), *argv], capture_output=True, text=True)
-
-
-def known_recipes() -> dict[str, RootfsRecipe]:
-    from benchbook.testbed.kvm_guest import GUEST_ROOTFS
-
-    return {TESTPMD_ROOTFS.name: TESTPMD_ROOTFS, GUEST_ROOTFS.name: GUEST_ROOTFS}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m benchbook.testbed.rootfs [NAME ...]``: build (once) and list the cached trees."""
-    recipes = known_recipes()
-    names = list(argv if argv is not None else sys.argv[1:]) or list(recipes)
-    for name in names:
-        if name not in recipes:
-            print(f"unknown root file system {name!r}; known: {', '.join(recipes)}", file=sys.stderr)
-            return 2
-        try:
-            path = ensure_rootfs(recipes[name])
-        except RootfsError as exc:
-            print(f"benchbook: {exc}", file=sys.stderr)
-            return 1
-        info = rootfs_info(recipes[name])
-        print(f"{name}: {path} (built {info.get('built_at', '?')}, {info.get('seconds', '?')} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

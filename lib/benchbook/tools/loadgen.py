@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbook.errors import BenchbookError
 from benchbook.paths import BUILD_DIR, REPO_ROOT
+from benchbook.tools.host import Host
 
 ID_OFFSET = 42
 ID_WIDTH = 8
@@ -24,7 +26,7 @@ BINARY = BUILD_DIR / "bb-loadgen"
 SOURCE = REPO_ROOT / "native" / "loadgen" / "bb-loadgen.c"
 
 
-class LoadgenError(RuntimeError):
+class LoadgenError(BenchbookError, RuntimeError):
     pass
 
 
@@ -106,17 +108,18 @@ def parse_report(stdout: str, source: str = "bb-loadgen") -> dict[str, Any]:
     return rep
 
 
-def run_loadgen(cfg: LoadgenConfig, netns: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-    """Run to completion (inside netns when given) and return the parsed report plus its argv."""
-    from benchbook.testbed.shell import netns_argv
-
-    argv = netns_argv(netns, build_argv(cfg, ensure_binary()))
-    if timeout is None:
-        span = cfg.duration_s if cfg.duration_s is not None else (cfg.count or 0) / (cfg.rate_pps or 1e5)
-        timeout = span * 3 + 30
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise LoadgenError(f"bb-loadgen failed (exit {r.returncode}): {' '.join(argv)}\n{r.stderr.strip()}")
+def run_loadgen(host: Host, cfg: LoadgenConfig, timeout_s: float | None = None,
+                binary: Path | str | None = None) -> dict[str, Any]:
+    """Run to completion on ``host`` and return the parsed report plus its argv (this machine's
+    build/bb-loadgen, compiled when missing, unless binary names the program on the host)."""
+    argv = build_argv(cfg, Path(binary) if binary is not None else ensure_binary())
+    if timeout_s is None:
+        span_s = cfg.duration_s if cfg.duration_s is not None else (cfg.count or 0) / (cfg.rate_pps or 1e5)
+        timeout_s = span_s * 3 + 30
+    r = host.run(argv, check=False, timeout_s=timeout_s, what="bb-loadgen")
+    if r.exit_code != 0:
+        raise LoadgenError(f"bb-loadgen failed (exit {r.exit_code}) on {host.name}: {' '.join(host.argv(argv))}\n"
+                           f"{r.stderr.strip()}")
     rep = parse_report(r.stdout)
-    rep["argv"] = argv
+    rep["argv"] = host.argv(argv)
     return rep

@@ -1,9 +1,10 @@
-"""LXC: build a container's configuration and the lxc-* command lines, run them, parse their output.
+"""LXC: build a container's configuration and the lxc-* command lines, run them on a host, parse
+their output.
 
-Every command run through `Lxc` is recorded (argv, return code, stdout/stderr tails, seconds) in
-``Lxc.log`` so a run record can show exactly what was done to the host. Only containers whose
-name starts with ``bb-`` belong to benchbook; `sweep_containers` removes leftovers of killed runs
-and never touches anything else.
+The ``*_argv`` functions build each lxc-* command line (the ssh backend's plan uses them too);
+`Lxc` runs them on a host, whose command log records every one. Only containers whose name
+starts with ``bb-`` belong to benchbook (the leftovers of killed runs are removed by
+:mod:`benchbook.testbed.cleanup`).
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import CommandResult, Host, LocalHost
+
+from benchbook.errors import BenchbookError
 
 PREFIX = "bb-"
 LXC_PATH = Path("/var/lib/lxc")
 
 
-class LxcError(RuntimeError):
+class LxcError(BenchbookError, RuntimeError):
     """An lxc-* command failed; the message holds the command line and its output."""
 
 
@@ -94,80 +98,82 @@ def _quote_init(arg: str) -> str:
     return arg
 
 
-@dataclass
-class CommandRecord:
-    argv: list[str]
-    returncode: int
-    seconds: float
-    stdout: str
-    stderr: str
+def _argv(tool: str, name: str, lxcpath: Path | str | None, *args: str) -> list[str]:
+    return [tool, *(["-P", str(lxcpath)] if lxcpath is not None else []), "-n", name, *args]
 
-    def as_dict(self) -> dict:
-        return {
-            "argv": self.argv,
-            "returncode": self.returncode,
-            "seconds": round(self.seconds, 3),
-            "stdout": self.stdout[-2000:],
-            "stderr": self.stderr[-2000:],
-        }
+
+def create_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, config_file: Path | str | None = None,
+                template: str = "none", template_args: Sequence[str] = ()) -> list[str]:
+    args = ["-t", template]
+    if config_file is not None:
+        args += ["-f", str(config_file)]
+    if template_args:
+        args += ["--", *template_args]
+    return _argv("lxc-create", name, lxcpath, *args)
+
+
+def start_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, logfile: Path | str | None = None,
+               log_level: str = "INFO") -> list[str]:
+    args = ["-d"]
+    if logfile is not None:
+        args += ["-o", str(logfile), "-l", log_level]
+    return _argv("lxc-start", name, lxcpath, *args)
+
+
+def wait_argv(name: str, state: str, *, lxcpath: Path | str | None = LXC_PATH, timeout_s: float = 20) -> list[str]:
+    return _argv("lxc-wait", name, lxcpath, "-s", state, "-t", str(int(timeout_s)))
+
+
+def info_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, pid_only: bool = False) -> list[str]:
+    return _argv("lxc-info", name, lxcpath, *(["-pH"] if pid_only else []))
+
+
+def stop_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, kill: bool = False, timeout_s: int = 10) -> list[str]:
+    return _argv("lxc-stop", name, lxcpath, *(["-k"] if kill else ["-t", str(timeout_s)]))
+
+
+def destroy_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, force: bool = True) -> list[str]:
+    return _argv("lxc-destroy", name, lxcpath, *(["-f"] if force else []))
+
+
+def ls_argv(*, lxcpath: Path | str | None = LXC_PATH) -> list[str]:
+    return ["lxc-ls", *(["-P", str(lxcpath)] if lxcpath is not None else []), "-1"]
 
 
 @dataclass
 class Lxc:
-    """Runs lxc-* commands (optionally inside a network namespace) and records each one."""
+    """Runs lxc-* commands on a host (its command log records each one)."""
 
     lxcpath: Path = LXC_PATH
-    netns: str | None = None  # run lxc-start inside `ip netns exec NETNS` (phys NICs live there)
-    log: list[CommandRecord] = field(default_factory=list)
+    host: Host = field(default_factory=lambda: LocalHost(name="lxc"))
 
-    def _argv(self, tool: str, *args: str, in_netns: bool = False) -> list[str]:
-        argv = [tool, "-P", str(self.lxcpath), *args]
-        if in_netns and self.netns:
-            argv = ["ip", "netns", "exec", self.netns, *argv]
-        return argv
-
-    def run(self, argv: list[str], check: bool = True, timeout: float = 60) -> CommandRecord:
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-            rec = CommandRecord(argv, proc.returncode, time.monotonic() - t0, proc.stdout, proc.stderr)
-        except subprocess.TimeoutExpired as exc:
-            rec = CommandRecord(argv, -9, time.monotonic() - t0, _s(exc.stdout), _s(exc.stderr) + "\n[timeout]")
-        self.log.append(rec)
-        if check and rec.returncode != 0:
-            raise LxcError(
-                f"{' '.join(argv)} failed with exit {rec.returncode}:\n{rec.stderr.strip() or rec.stdout.strip()}"
-            )
-        return rec
+    def run(self, argv: list[str], check: bool = True, timeout_s: float = 60) -> CommandResult:
+        r = self.host.run(argv, check=False, timeout_s=timeout_s, what=argv[0])
+        if check and r.exit_code != 0:
+            raise LxcError(f"{' '.join(argv)} failed with exit {r.exit_code}:\n{r.stderr.strip() or r.stdout.strip()}")
+        return r
 
     # --- lifecycle -----------------------------------------------------------------------
     def create(self, name: str, config_file: Path) -> None:
-        self.run(self._argv("lxc-create", "-n", name, "-t", "none", "-f", str(config_file)))
+        self.run(create_argv(name, lxcpath=self.lxcpath, config_file=config_file))
 
     def start(self, name: str, logfile: Path | None = None) -> None:
-        args = ["-n", name, "-d"]
-        if logfile is not None:
-            args += ["-o", str(logfile), "-l", "INFO"]
-        self.run(self._argv("lxc-start", *args, in_netns=True))
+        self.run(start_argv(name, lxcpath=self.lxcpath, logfile=logfile))
 
     def wait(self, name: str, state: str, timeout_s: float = 20) -> bool:
-        rec = self.run(
-            self._argv("lxc-wait", "-n", name, "-s", state, "-t", str(int(timeout_s))),
-            check=False,
-            timeout=timeout_s + 5,
-        )
-        return rec.returncode == 0
+        rec = self.run(wait_argv(name, state, lxcpath=self.lxcpath, timeout_s=timeout_s), check=False,
+                       timeout_s=timeout_s + 5)
+        return rec.exit_code == 0
 
     def info(self, name: str) -> dict[str, str]:
-        rec = self.run(self._argv("lxc-info", "-n", name), check=False)
-        return parse_lxc_info(rec.stdout)
+        return parse_lxc_info(self.run(info_argv(name, lxcpath=self.lxcpath), check=False).stdout)
 
     def stop(self, name: str, timeout_s: int = 10, kill: bool = False) -> bool:
-        args = ["-n", name, "-k"] if kill else ["-n", name, "-t", str(timeout_s)]
-        return self.run(self._argv("lxc-stop", *args), check=False, timeout=timeout_s + 10).returncode == 0
+        return self.run(stop_argv(name, lxcpath=self.lxcpath, kill=kill, timeout_s=timeout_s), check=False,
+                        timeout_s=timeout_s + 10).exit_code == 0
 
     def destroy(self, name: str) -> bool:
-        ok = self.run(self._argv("lxc-destroy", "-n", name, "-f"), check=False).returncode == 0
+        ok = self.run(destroy_argv(name, lxcpath=self.lxcpath), check=False).exit_code == 0
         leftover = self.lxcpath / name
         if leftover.exists() and name.startswith(PREFIX):
             # lxc-destroy with a custom rootfs path leaves the directory; it is ours by prefix.
@@ -175,14 +181,8 @@ class Lxc:
         return ok and not leftover.exists()
 
     def list(self) -> list[str]:
-        rec = self.run(self._argv("lxc-ls", "-1"), check=False)
-        return [line.strip() for line in rec.stdout.splitlines() if line.strip()]
-
-
-def _s(x: bytes | str | None) -> str:
-    if x is None:
-        return ""
-    return x.decode(errors="replace") if isinstance(x, bytes) else x
+        r = self.run(ls_argv(lxcpath=self.lxcpath), check=False)
+        return [line.strip() for line in r.stdout.splitlines() if line.strip()]
 
 
 def parse_lxc_info(text: str) -> dict[str, str]:
@@ -195,11 +195,11 @@ def parse_lxc_info(text: str) -> dict[str, str]:
     return out
 
 
-def lxc_version() -> str | None:
-    if shutil.which("lxc-start") is None:
+def lxc_version(host: Host | None = None) -> str | None:
+    if host is None and shutil.which("lxc-start") is None:
         return None
-    proc = subprocess.run(["lxc-start", "--version"], capture_output=True, text=True)
-    return proc.stdout.strip() or None
+    r = (host or LocalHost()).run(["lxc-start", "--version"], check=False, what="lxc version")
+    return r.stdout.strip() or None
 
 
 def lxc_capability() -> tuple[bool, str]:
@@ -210,37 +210,3 @@ def lxc_capability() -> tuple[bool, str]:
         if shutil.which(tool) is None:
             return False, f"{tool} not installed (apt-get install lxc)"
     return True, f"lxc {lxc_version()}"
-
-
-def cgroup_v2_cpuset_available(unified: Path | None = None) -> tuple[bool, str]:
-    """Whether lxc.cgroup2.cpuset.* can work: the cpuset controller must be on a cgroup2 mount."""
-    candidates = [unified] if unified else [Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")]
-    for root in candidates:
-        ctrl = root / "cgroup.controllers"
-        if ctrl.is_file():
-            controllers = ctrl.read_text().split()
-            if "cpuset" in controllers:
-                return True, f"cpuset is enabled on the cgroup2 hierarchy at {root}"
-            return False, (
-                f"the cgroup2 hierarchy at {root} offers only [{', '.join(controllers) or 'none'}]; "
-                "cpuset is bound to a cgroup v1 hierarchy (hybrid layout) and cannot be rebound at run "
-                "time, so the v2 arm (lxc.cgroup2.cpuset.cpus) cannot run on this host"
-            )
-    return False, "no cgroup2 hierarchy is mounted"
-
-
-def sweep_containers(lxc: Lxc | None = None, prefix: str = PREFIX) -> list[str]:
-    """Stop and destroy every container named `prefix`* (leftovers of killed runs). Returns names."""
-    if not prefix.startswith(PREFIX):
-        raise ValueError(f"sweep prefix must start with {PREFIX!r} (only benchbook's own containers)")
-    lxc = lxc or Lxc()
-    if not lxc.lxcpath.is_dir() or shutil.which("lxc-destroy") is None:
-        return []
-    names = sorted(
-        {p.name for p in lxc.lxcpath.iterdir() if p.is_dir() and p.name.startswith(prefix)}
-        | {n for n in lxc.list() if n.startswith(prefix)}
-    )
-    for name in names:
-        lxc.stop(name, kill=True)
-        lxc.destroy(name)
-    return names

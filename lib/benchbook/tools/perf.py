@@ -12,11 +12,14 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import Host, LocalHost, RunningCommand
+
 SOFTWARE_EVENTS = ("task-clock", "context-switches", "cpu-migrations")
 HARDWARE_EVENTS = ("instructions", "branches")
 
 
-class PerfError(RuntimeError):
+class PerfError(BenchbookError, RuntimeError):
     pass
 
 
@@ -86,22 +89,30 @@ def counters_frame(counters: list[PerfCounter]) -> Any:
     return pd.DataFrame([asdict(c) for c in counters])
 
 
-def build_argv(pid: int, window_s: float, *, events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS,
-               repeats: int = 3) -> list[str]:
-    """perf stat attached to pid for `repeats` consecutive sub-windows of window_s/repeats each."""
+def build_argv(pid: int | str, window_s: float, *,
+               events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS, repeats: int = 3,
+               output_path: str | None = None) -> list[str]:
+    """perf stat attached to pid for `repeats` consecutive sub-windows of window_s/repeats each.
+
+    pid may be a shell expression (e.g. ``$(cat testpmd.pid)``) when the argv is run by a shell
+    on a remote host; output_path: write the CSV there (``-o``) instead of stderr."""
     if repeats < 1 or window_s <= 0:
         raise ValueError("repeats >= 1 and window_s > 0 required")
-    argv = ["perf", "stat", "-x,", "-e", ",".join(events), "-p", str(pid)]
+    argv = ["perf", "stat", "-x,", "-e", ",".join(events)]
+    if output_path is not None:
+        argv += ["-o", output_path]
+    argv += ["-p", str(pid)]
     if repeats > 1:
         argv[2:2] = ["-r", str(repeats)]
-    return argv + ["--", "sleep", f"{window_s / repeats:.6f}"]
+    return argv + ["--", "sleep", f"{window_s / repeats:g}"]
 
 
-def hardware_counters_supported() -> bool:
+def hardware_counters_supported(host: Host | None = None) -> bool:
     """Does `perf stat -e instructions true` count (False on VMs without a PMU)?"""
-    if shutil.which("perf") is None:
+    if host is None and shutil.which("perf") is None:
         return False
-    r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
+    r = (host or LocalHost()).run(["perf", "stat", "-x,", "-e", "instructions", "true"], check=False,
+                                  what="perf probe")
     try:
         return any(c.event.startswith("instructions") and c.status == "counted" for c in parse_perf_csv(r.stderr))
     except PerfError:
@@ -111,24 +122,23 @@ def hardware_counters_supported() -> bool:
 @dataclass
 class PerfRun:
     argv: list[str]
-    proc: subprocess.Popen[str]
+    command: RunningCommand
 
-    def finish(self, timeout: float = 60.0) -> dict[str, Any]:
+    def finish(self, timeout_s: float = 60.0) -> dict[str, Any]:
         try:
-            _, err = self.proc.communicate(timeout=timeout)
+            code = self.command.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
+            code = self.command.kill()
+        err = self.command.output("stderr")
         counters = parse_perf_csv(err)
-        return {"argv": self.argv, "exit_code": self.proc.returncode, "raw": err,
-                "counters": [asdict(c) for c in counters]}
+        return {"argv": self.argv, "exit_code": code, "raw": err, "counters": [asdict(c) for c in counters]}
 
 
-def start_perf_stat(pid: int, window_s: float, *, events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS,
+def start_perf_stat(host: Host, pid: int, window_s: float, *,
+                    events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS,
                     repeats: int = 3) -> PerfRun:
     """Start perf stat on pid (runs in the background for window_s; finish() collects)."""
-    if shutil.which("perf") is None:
+    if isinstance(host, LocalHost) and shutil.which("perf") is None:
         raise PerfError("perf not installed (Debian linux-perf)")
     argv = build_argv(pid, window_s, events=events, repeats=repeats)
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return PerfRun(argv=argv, proc=proc)
+    return PerfRun(argv=argv, command=host.start(argv, what="perf stat"))

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbook.tools.process import interrupt_and_wait
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import Host, RunningCommand
 
 _STAT_RE = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|dropped by interface)\s*$")
 
 
-class CaptureError(RuntimeError):
+class CaptureError(BenchbookError, RuntimeError):
     pass
 
 
@@ -58,46 +56,23 @@ class Capture:
 
     argv: list[str]
     path: Path
-    proc: subprocess.Popen[str]
-    _lines: list[str] = field(default_factory=list)
-    _ready: threading.Event = field(default_factory=threading.Event)
-    _reader: threading.Thread | None = None
+    command: RunningCommand
     stats: dict[str, Any] = field(default_factory=dict)
-    _listening: bool = False
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._lines.append(line)
-            if "listening on" in line:
-                self._listening = True
-                self._ready.set()
-        self._ready.set()
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        if not self.command.wait_for("listening on", "stderr", timeout_s):
+            self.command.kill()
+            raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n{self.command.output('stderr').strip()}")
 
-    def wait_ready(self, timeout: float = 10.0) -> None:
-        if not self._ready.wait(timeout) or not self._listening:
-            time.sleep(0.05)
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n{''.join(self._lines).strip()}")
-
-    def stop(self, timeout: float = 20.0) -> dict[str, Any]:
-        interrupt_and_wait(self.proc, timeout)
-        if self._reader is not None:
-            self._reader.join(timeout=5)
-        text = "".join(self._lines)
-        self.stats = {**parse_stats(text), "file": str(self.path), "argv": self.argv,
-                      "exit_code": self.proc.returncode}
+    def stop(self, timeout_s: float = 20.0) -> dict[str, Any]:
+        code = self.command.interrupt_and_wait(timeout_s)
+        self.stats = {**parse_stats(self.command.output("stderr")), "file": str(self.path), "argv": self.argv,
+                      "exit_code": code}
         return self.stats
 
 
-def start_capture(argv: list[str], path: Path, popen: Any = None, what: str = "tcpdump") -> Capture:
-    """Start tcpdump (popen: a testbed's popen(role, argv, ...) bound to a role, else subprocess.Popen)."""
-    kwargs = dict(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    proc = popen(argv, what=what, **kwargs) if popen is not None else subprocess.Popen(argv, **kwargs)
-    cap = Capture(argv=argv, path=Path(path), proc=proc)
-    cap._reader = threading.Thread(target=cap._read, daemon=True)
-    cap._reader.start()
+def start_capture(host: Host, argv: list[str], path: Path | str, what: str = "tcpdump") -> Capture:
+    """Start tcpdump (argv from build_argv) on ``host``; returns once it listens."""
+    cap = Capture(argv=list(argv), path=Path(path), command=host.start(argv, what=what))
     cap.wait_ready()
     return cap

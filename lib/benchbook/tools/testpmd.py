@@ -8,14 +8,14 @@ on ``net_af_packet`` vdevs bound to veth ends (which must be promiscuous), forwa
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
-import subprocess
-import threading
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.tools.process import interrupt_and_wait
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import Host, RunningCommand
 
 BINARY = "dpdk-testpmd"
 READY_MARK = "Press enter to exit"
@@ -25,7 +25,7 @@ _PORTS_RE = re.compile(r"packet forwarding - ports=(\d+)")
 _KV = re.compile(r"([A-Za-z][A-Za-z-]*):\s+(\d+)")
 
 
-class TestpmdError(RuntimeError):
+class TestpmdError(BenchbookError, RuntimeError):
     pass
 
 
@@ -33,16 +33,26 @@ def available() -> str | None:
     return shutil.which(BINARY)
 
 
-def build_argv(ifaces: list[str], *, main_cpu: int, fwd_cpu: int, file_prefix: str,
-               mem_mb: int = 256, nb_mbufs: int = 8192, forward_mode: str = "io", burst: int = 32,
-               binary: str = BINARY) -> list[str]:
+def build_argv(ifaces: Sequence[str] = (), *, main_cpu: int, fwd_cpu: int, file_prefix: str,
+               pci: Sequence[str] = (), mem_mb: int = 256, nb_mbufs: int = 8192, forward_mode: str = "io",
+               burst: int = 32, binary: str = BINARY, line_buffered: bool = True) -> list[str]:
     """testpmd needs a main lcore besides the forwarding one; ``--lcores 0@main_cpu,1@fwd_cpu``
-    maps them to CPUs, so both may sit on the DuT core (the main lcore only waits on stdin)."""
-    # stdbuf: testpmd's stdout is a pipe; line buffering lets us see "Press enter to exit" (same pid: exec)
-    argv = ["stdbuf", "-oL", binary, "--lcores", f"0@{main_cpu},1@{fwd_cpu}", "--main-lcore", "0", "--no-huge",
-            "--no-pci", "-m", str(mem_mb), "--file-prefix", file_prefix]
+    maps them to CPUs, so both may sit on the DuT core (the main lcore only waits on stdin).
+
+    ifaces: kernel interfaces forwarded through ``net_af_packet`` vdevs (no hugepages, no PCI);
+    pci: NICs bound to a DPDK driver, allowed with ``-a`` (hugepages as the host has them).
+    line_buffered: prefix ``stdbuf -oL`` (stdout is a pipe; the ready line must come at once)."""
+    if bool(ifaces) == bool(pci):
+        raise ValueError("testpmd forwards between either kernel interfaces (ifaces) or PCI devices (pci)")
+    argv = ["stdbuf", "-oL"] if line_buffered else []
+    argv += [binary, "--lcores", f"0@{main_cpu},1@{fwd_cpu}", "--main-lcore", "0"]
+    if ifaces:
+        argv += ["--no-huge", "--no-pci", "-m", str(mem_mb)]
+    argv += ["--file-prefix", file_prefix]
     for i, iface in enumerate(ifaces):
         argv += ["--vdev", f"net_af_packet{i},iface={iface}"]
+    for dev in pci:
+        argv += ["-a", dev]
     argv += ["--", f"--forward-mode={forward_mode}", "--auto-start", "--nb-cores=1", f"--burst={burst}",
              "--no-mlockall", f"--total-num-mbufs={nb_mbufs}"]
     return argv
@@ -77,55 +87,50 @@ def parse_forward_stats(text: str) -> dict[str, Any]:
 @dataclass
 class TestpmdProcess:
     argv: list[str]
-    proc: subprocess.Popen[str]
-    lines: list[str] = field(default_factory=list)
-    _ready: threading.Event = field(default_factory=threading.Event)
+    command: RunningCommand
     stats: dict[str, Any] = field(default_factory=dict)
-    _forwarding: bool = False
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if READY_MARK in line:
-                self._forwarding = True
-                self._ready.set()
-        self._ready.set()
+    @property
+    def pid(self) -> int:
+        return self.command.pid
+
+    @property
+    def lines(self) -> list[str]:
+        return self.command.lines("stdout")
 
     @property
     def output(self) -> str:
-        return "".join(self.lines)
+        return self.command.output("stdout")
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        if not self._ready.wait(timeout) or not self._forwarding:
-            time.sleep(0.1)
-            raise TestpmdError(f"dpdk-testpmd did not start forwarding: {' '.join(self.argv)}\n"
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        if not self.command.wait_for(READY_MARK, "stdout", timeout_s):
+            raise TestpmdError(f"dpdk-testpmd did not start forwarding: {shlex.join(self.argv)}\n"
                                + "".join(self.lines[-30:]))
 
-    def stop(self, timeout: float = 20.0) -> dict[str, Any]:
-        interrupt_and_wait(self.proc, timeout)
+    def stop(self, timeout_s: float = 20.0) -> dict[str, Any]:
+        code = self.command.interrupt_and_wait(timeout_s)
         self.stats = parse_forward_stats(self.output)
-        self.stats["exit_code"] = self.proc.returncode
+        self.stats["exit_code"] = code
         return self.stats
 
 
-def start_testpmd(argv: list[str], popen: Any = None, **popen_kwargs: Any) -> TestpmdProcess:
-    kwargs = dict(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, text=True, **popen_kwargs)
-    proc = popen(argv, what="dpdk-testpmd", **kwargs) if popen is not None else subprocess.Popen(argv, **kwargs)
-    tp = TestpmdProcess(argv=argv, proc=proc)
-    threading.Thread(target=tp._read, daemon=True).start()
+def start_testpmd(host: Host, argv: list[str], join_cgroup: str | None = None) -> TestpmdProcess:
+    """Start testpmd (argv from build_argv) on ``host`` (inside the cgroup whose cgroup.procs file
+    is join_cgroup, when given); returns once it forwards on every port of its command line."""
+    cmd = host.start(argv, what="dpdk-testpmd", stdin_open=True, merge_stderr=True, join_cgroup=join_cgroup)
+    tp = TestpmdProcess(argv=list(argv), command=cmd)
     try:
         tp.wait_ready()
     except TestpmdError:
-        tp.stop(timeout=5)
+        tp.stop(timeout_s=5)
         raise
     # testpmd carries on with fewer ports when a vdev fails to probe: refuse that
-    expected = sum(1 for a in argv if a == "--vdev")
+    expected = sum(1 for a in argv if a in ("--vdev", "-a"))
     m = _PORTS_RE.search(tp.output)
     got = int(m.group(1)) if m else None
     if expected and got != expected:
         problems = [ln.strip() for ln in tp.lines if "fail" in ln.lower() or "error" in ln.lower()]
-        tp.stop(timeout=5)
-        raise TestpmdError(f"dpdk-testpmd forwards on {got} port(s), expected {expected}: {' '.join(argv)}\n"
+        tp.stop(timeout_s=5)
+        raise TestpmdError(f"dpdk-testpmd forwards on {got} port(s), expected {expected}: {shlex.join(argv)}\n"
                            + "\n".join(problems))
     return tp
