@@ -10,7 +10,6 @@ mount it as the lower layer of an overlay, VM images are copied from it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbook.errors import BenchbookError
+from benchbook.filelock import FileLock
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 MARKER = ".benchbook-rootfs.json"
@@ -97,8 +97,7 @@ def ensure_rootfs(
         raise RootfsError("debootstrap is not installed (apt-get install debootstrap)")
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.parent / f"{target.name}.lock"
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(lock_path, description=f"building root file system {target}"):
         if (target / MARKER).is_file():  # another process built it while we waited
             return target
         partial = target.parent / f"{target.name}.partial"
