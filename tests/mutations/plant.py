@@ -1,7 +1,7 @@
 """Plant each known bug in a copy of the tree and run the tests that must catch it.
 
 Every mutation is one exact text replacement in one library file (found by its text, so it still applies
-when the file moves). For each, the tree (without .venv and .git) is copied to a temporary folder, the bug is
+when the file moves; a mutation lists the text of each form the code has had). For each, the tree (without .venv and .git) is copied to a temporary folder, the bug is
 planted there, and pytest runs the named tests against the copy with a short per-test timeout: a mutation is
 caught when at least one test fails or the timeout ends the run (a hang). The same tests must pass on the
 unplanted tree first.
@@ -34,8 +34,7 @@ LIB = REPO / "lib" / "benchbook"
 class Mutation:
     name: str
     what: str
-    old: str
-    new: str
+    edits: tuple[tuple[str, str], ...]  # (text, planted text): the first text found in lib/ is planted
     tests: tuple[str, ...]
     hint: str = ""  # a file name to prefer when the text occurs in several files
 
@@ -45,53 +44,56 @@ MUTATIONS = (
         "percentile-guard-removed",
         "discrete percentile rank computed in binary floating point (ceil(p/100*N) without exact decimals): "
         "rank 1000 instead of 999 at N = 1000, p = 99.9",
-        "r = math.ceil(p * total / 100)",
-        "r = math.ceil(float(p) / 100 * total)",
+        (("r = math.ceil(p * total / 100)", "r = math.ceil(float(p) / 100 * total)"),),
         ("tests/test_analysis_percentiles.py",),
         hint="percentiles.py",
     ),
     Mutation(
         "relative-overrides-absolute",
         "with both tolerances set, the relative one replaces the absolute one instead of the larger winning",
-        "dev = max(dev, float(self.tolerance_rel) * abs(self.value))",
-        "dev = float(self.tolerance_rel) * abs(self.value)",
+        (("dev = max(dev, _dec(self.tolerance_rel) * abs(_dec(self.value)))",
+          "dev = _dec(self.tolerance_rel) * abs(_dec(self.value))"),
+         ("dev = max(dev, float(self.tolerance_rel) * abs(self.value))",
+          "dev = float(self.tolerance_rel) * abs(self.value)")),
         ("tests/test_published_tolerance.py",),
     ),
     Mutation(
         "tolerance-abs-removed",
         "the tolerance band made one-sided: computed - published <= allowed, without abs()",
-        "return abs(float(computed) - self.value) <= dev",
-        "return (float(computed) - self.value) <= dev",
+        (("return abs(shown - _dec(self.value)) <= self._allowed_deviation()",
+          "return (shown - _dec(self.value)) <= self._allowed_deviation()"),
+         ("return abs(float(computed) - self.value) <= dev", "return (float(computed) - self.value) <= dev")),
         ("tests/test_published_tolerance.py",),
     ),
     Mutation(
         "zero-latency-accepted",
         "the match kernel keeps a latency of 0 (lat < 0 rejected instead of lat <= 0)",
-        "if lat <= 0 or lat >= max_latency:",
-        "if lat < 0 or lat >= max_latency:",
+        (("if lat <= 0 or lat >= max_latency:", "if lat < 0 or lat >= max_latency:"),),
         ("tests/test_latency_matching.py",),
     ),
     Mutation(
         "window-eviction-off-by-one",
         "the full-window eviction runs one entry late (tail - head > window): the ring overwrites the oldest "
         "waiting packet before it leaves the table, stale entries fill the table and the probe loop never ends",
-        "if tail - head >= window:",
-        "if tail - head > window:",
+        (("if tail - head >= window:", "if tail - head > window:"),),
         ("tests/test_latency_matching.py",),
     ),
 )
 
 
-def find_target(m: Mutation) -> Path:
-    hits = [p for p in LIB.rglob("*.py") if m.old in p.read_text()]
-    if len(hits) > 1 and m.hint:
-        hits = [p for p in hits if p.name == m.hint]
-    if len(hits) != 1:
-        where = ", ".join(str(p.relative_to(REPO)) for p in hits) or "no file"
-        raise LookupError(f"{m.name}: the text {m.old!r} occurs in {where} under lib/benchbook (expected one file)")
-    if hits[0].read_text().count(m.old) != 1:
-        raise LookupError(f"{m.name}: the text {m.old!r} occurs more than once in {hits[0].relative_to(REPO)}")
-    return hits[0]
+def find_target(m: Mutation) -> tuple[Path, str, str]:
+    """(file, text, planted text) of the first of the mutation's edits that applies to exactly one place."""
+    sources = {p: p.read_text() for p in LIB.rglob("*.py")}
+    problems = []
+    for old, new in m.edits:
+        hits = [p for p, text in sources.items() if old in text]
+        if len(hits) > 1 and m.hint:
+            hits = [p for p in hits if p.name == m.hint]
+        if len(hits) == 1 and sources[hits[0]].count(old) == 1:
+            return hits[0], old, new
+        where = ", ".join(f"{p.relative_to(REPO)} ({sources[p].count(old)} times)" for p in hits) or "no file"
+        problems.append(f"{old!r} occurs in {where}")
+    raise LookupError(f"{m.name}: no edit applies to exactly one place under lib/benchbook: " + "; ".join(problems))
 
 
 def copy_tree(dest: Path) -> None:
@@ -131,12 +133,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown mutation(s): {', '.join(sorted(unknown))}")
     if args.list:
         for m in MUTATIONS:
-            print(f"{m.name}: {m.what}\n    {m.old!r} -> {m.new!r}\n    tests: {' '.join(m.tests)}")
+            print(f"{m.name}: {m.what}")
+            for old, new in m.edits:
+                print(f"    {old!r} -> {new!r}")
+            print(f"    tests: {' '.join(m.tests)}")
         return 0
     survived = 0
     for m in chosen:
         try:
-            target = find_target(m)
+            target, old, new = find_target(m)
         except LookupError as exc:
             print(f"NOT APPLIED  {exc}")
             survived += 1
@@ -152,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             copy_tree(tmp / "tree")
             planted = tmp / "tree" / rel
-            planted.write_text(planted.read_text().replace(m.old, m.new, 1))
+            planted.write_text(planted.read_text().replace(old, new, 1))
             rc, out, secs = run_pytest(tmp / "tree", m.tests, args.timeout)
             (tmp / "pytest.log").write_text(out)
             caught, failed = verdict_of(rc, out)
