@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from benchbook.reproduce.capabilities import check_requirement, entry_blockers, missing_requirements
+from benchbook.reproduce.capabilities import PROGRAM_PACKAGES, check_requirement, entry_blockers, missing_requirements
 from benchbook.reproduce.registry import MODES, RegistryError, load_entry, load_entry_file, load_registry
 
 GOOD = '''id = "demo"
@@ -85,7 +86,15 @@ def test_capabilities():
     assert check_requirement("sh") is None
     reason = check_requirement("dpdk-testpmd-that-does-not-exist")
     assert reason and "not found on PATH" in reason
-    assert "Debian package lxc" in (check_requirement("lxc-start") or "Debian package lxc")
+    lxc = check_requirement("lxc-start")
+    dirs = os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]
+    installed = any(Path(d, "lxc-start").is_file() for d in dirs)
+    assert (lxc is None) == installed, lxc
+    with pytest.MonkeyPatch.context() as mp:  # a missing program's reason names its Debian package
+        mp.setenv("PATH", "/nonexistent")
+        mp.setitem(PROGRAM_PACKAGES, "no-such-program-xyz", "pkg-xyz")
+        assert check_requirement("no-such-program-xyz") == (
+            "program no-such-program-xyz not found on PATH (Debian package pkg-xyz; `make deps` installs it as root)")
     root = check_requirement("root")
     assert (root is None) == (os.geteuid() == 0)
     assert missing_requirements(["sh", "no-such-program-xyz"]) == [check_requirement("no-such-program-xyz")]

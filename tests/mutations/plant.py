@@ -1,10 +1,10 @@
 """Plant each known bug in a copy of the tree and run the tests that must catch it.
 
-Every mutation is one exact text replacement in one library file (found by its text, so it still applies
-when the file moves; a mutation lists the text of each form the code has had). For each, the tree (without .venv and .git) is copied to a temporary folder, the bug is
-planted there, and pytest runs the named tests against the copy with a short per-test timeout: a mutation is
-caught when at least one test fails or the timeout ends the run (a hang). The same tests must pass on the
-unplanted tree first.
+Every mutation is one exact text replacement in one library file, found by its text (so it still applies
+when the file moves; a mutation lists the text of each form the code has had). For each, the tree (without
+.venv and .git) is copied to a temporary folder, the bug is planted there, and pytest runs the named tests
+against the copy with a short per-test timeout: a mutation is caught when at least one test fails or the
+timeout ends the run (a hang). The same tests must pass on the unplanted tree first.
 
     .venv/bin/python tests/mutations/plant.py            # every mutation (make mutate)
     .venv/bin/python tests/mutations/plant.py --list
