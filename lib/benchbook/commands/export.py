@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         a Workflow Run RO-Crate."""
         from benchbook.experiment.record import RunRecordError, find_run
         from benchbook.paths import RUNS_DIR
-        from benchbook.provenance.rocrate_export import export_run, newest_run
+        from benchbook.experiment.rocrate_export import export_run, newest_run
 
         try:
             try:
