@@ -1,15 +1,24 @@
-"""The ssh testbed backend: inventory parsing with clear errors, and the dry run's exact command
-list for the example inventory. Nothing here contacts any host: only the dry run is exercised."""
+"""The ssh testbed backend: inventory parsing with clear errors; the dry run's command lists for
+the example inventory, whose tool command lines are what benchbook.tools builds; and execute()
+against a real sshd started on 127.0.0.1 for the test."""
 
 from __future__ import annotations
 
 import io
+import os
+import shlex
+import shutil
+import socket
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
 from benchbook.paths import REPO_ROOT
-from benchbook.testbed.ssh import Inventory, InventoryError, Measurement, SshBackend
+from benchbook.testbed.ssh import Inventory, InventoryError, Measurement, SshBackend, Step, shell_join
+from benchbook.tools import lxc, moongen, perf, testpmd
+from benchbook.tools.host import read_command_log
 
 EXAMPLE = REPO_ROOT / "examples" / "testbed.toml"
 S = "ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10 "
@@ -24,7 +33,7 @@ lxc.autodev = 1
 lxc.tty.max = 0
 lxc.pty.max = 4
 lxc.signal.halt = SIGINT
-lxc.init.cmd = /usr/bin/dpdk-testpmd --lcores 0@3,1@3 --main-lcore 0 --file-prefix bb-dut -a 0000:41:00.0 -a 0000:41:00.1 -- --forward-mode=io --auto-start --nb-cores=1
+lxc.init.cmd = /usr/bin/dpdk-testpmd --lcores 0@3,1@3 --main-lcore 0 --file-prefix bb-dut -a 0000:41:00.0 -a 0000:41:00.1 -- --forward-mode=io --auto-start --nb-cores=1 --burst=32 --no-mlockall --total-num-mbufs=8192
 lxc.console.logfile = /var/lib/lxc/bb-dut/console.log
 lxc.cgroup.cpuset.cpus = 3
 lxc.cgroup.cpuset.mems = 0
@@ -36,45 +45,6 @@ lxc.mount.entry = /dev/vfio dev/vfio none bind,create=dir 0 0
 lxc.cgroup.devices.allow = c 10:196 rwm
 lxc.cgroup.devices.allow = c *:* rwm
 EOF"""
-
-EXPECTED_V1 = [
-    f"{S}root@192.0.2.10 'mkdir -p /srv/benchbook/r0 && uname -a > /srv/benchbook/r0/uname.txt && cat /proc/cmdline > /srv/benchbook/r0/cmdline.txt && lscpu > /srv/benchbook/r0/lscpu.txt'",
-    f"{S}root@192.0.2.20 'mkdir -p /srv/benchbook/r0 && uname -a > /srv/benchbook/r0/uname.txt && cat /proc/cmdline > /srv/benchbook/r0/cmdline.txt && lscpu > /srv/benchbook/r0/lscpu.txt'",
-    f"{S}root@192.0.2.30 'mkdir -p /srv/benchbook/r0 && uname -a > /srv/benchbook/r0/uname.txt && cat /proc/cmdline > /srv/benchbook/r0/cmdline.txt && lscpu > /srv/benchbook/r0/lscpu.txt'",
-    f"{S}root@192.0.2.20 'test \"$(stat -fc %T /sys/fs/cgroup)\" = tmpfs'",
-    f"{S}root@192.0.2.20 'grep -qw -- isolcpus=3 /proc/cmdline'",
-    f"{S}root@192.0.2.20 'grep -qw -- nohz_full=3 /proc/cmdline'",
-    f"{S}root@192.0.2.20 'grep -qw -- rcu_nocbs=3 /proc/cmdline'",
-    f"{S}root@192.0.2.20 'grep -qw -- irqaffinity=0 /proc/cmdline'",
-    f"{S}root@192.0.2.20 'grep -qw -- idle=poll /proc/cmdline'",
-    f"{S}root@192.0.2.10 'echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages'",
-    f"{S}root@192.0.2.10 'dpdk-devbind.py -b vfio-pci 0000:03:00.0 0000:03:00.1'",
-    f"{S}root@192.0.2.20 'echo 512 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages'",
-    f"{S}root@192.0.2.20 'dpdk-devbind.py -b vfio-pci 0000:41:00.0 0000:41:00.1'",
-    f"{S}root@192.0.2.30 'echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages'",
-    f"{S}root@192.0.2.30 'dpdk-devbind.py -b vfio-pci 0000:05:00.0 0000:05:00.1'",
-    f"{S}root@192.0.2.20 'cset shield --cpu=3 --kthread=on'",
-    f"{S}root@192.0.2.20 'echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance'",
-    f"{S}root@192.0.2.20 'cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance > /srv/benchbook/r0/isolation.txt'",
-    CONFIG_V1,
-    f"{S}root@192.0.2.20 'lxc-create -n bb-dut -t debian -- -r bookworm --packages=dpdk,dpdk-dev'",
-    "scp -P 22 -o BatchMode=yes -o ConnectTimeout=10 RUN/setup/bb-dut.conf root@192.0.2.20:/var/lib/lxc/bb-dut/config",
-    f"{S}root@192.0.2.20 'lxc-start -n bb-dut -d -o /srv/benchbook/r0/lxc.log -l INFO'",
-    f"{S}root@192.0.2.20 'lxc-info -n bb-dut -pH > /srv/benchbook/r0/testpmd.pid && cat /proc/$(cat /srv/benchbook/r0/testpmd.pid)/status | grep Cpus_allowed_list > /srv/benchbook/r0/affinity.txt'",
-    f"{S}root@192.0.2.30 'cd /opt/MoonGen && nohup ./build/MoonGen examples/moonsniff/sniffer.lua 0 1 --output /srv/benchbook/r0/ms --runtime 70 --capture > /srv/benchbook/r0/sniffer.log 2>&1 & echo $! > /srv/benchbook/r0/sniffer.pid'",
-    "sleep 5",
-    f"{S}root@192.0.2.20 'nohup perf stat -x, -e instructions,branches,cpu-migrations,context-switches,task-clock -o /srv/benchbook/r0/perf.csv -p $(cat /srv/benchbook/r0/testpmd.pid) -- sleep 62 > /srv/benchbook/r0/perf.log 2>&1 &'",
-    f"{S}root@192.0.2.10 'cd /opt/MoonGen && timeout 65 ./build/MoonGen examples/l2-load-latency.lua 0 1 --rate 826.88 --file /srv/benchbook/r0/histogram.csv > /srv/benchbook/r0/moongen.log 2>&1; rc=$?; test $rc -eq 0 -o $rc -eq 124'",
-    f"{S}root@192.0.2.30 'kill -INT $(cat /srv/benchbook/r0/sniffer.pid) 2>/dev/null; while kill -0 $(cat /srv/benchbook/r0/sniffer.pid) 2>/dev/null; do sleep 1; done; true'",
-    f"{S}root@192.0.2.20 'kill -INT $(cat /srv/benchbook/r0/testpmd.pid); sleep 2; cp /var/lib/lxc/bb-dut/console.log /srv/benchbook/r0/testpmd-console.log'",
-    "rsync -a --partial -e 'ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10' root@192.0.2.10:/srv/benchbook/r0/ RUN/raw/loadgen/",
-    "rsync -a --partial -e 'ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10' root@192.0.2.20:/srv/benchbook/r0/ RUN/raw/dut/",
-    "rsync -a --partial -e 'ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10' root@192.0.2.30:/srv/benchbook/r0/ RUN/raw/timestamper/",
-    f"{S}root@192.0.2.20 'lxc-stop -n bb-dut -k'",
-    f"{S}root@192.0.2.20 'lxc-destroy -n bb-dut'",
-    f"{S}root@192.0.2.20 'cset shield --reset'",
-]
-
 
 @pytest.fixture
 def backend():
@@ -90,13 +60,63 @@ def test_example_inventory_loads():
     assert "nohz_full=3" in dut.boot_parameters
 
 
-def test_dry_run_exact_commands_v1(backend):
-    # conftest does not change the working directory; the CLI may be run from anywhere
+def test_dry_run_v1_commands(backend):
     lines = backend.dry_run_lines(Measurement(run_id="r0", cgroup_mode="v1"), run_dir="RUN")
-    assert lines == EXPECTED_V1
+    assert lines[0] == (f"{S}root@192.0.2.10 'mkdir -p /srv/benchbook/r0 && uname -a > /srv/benchbook/r0/uname.txt && "
+                        "cat /proc/cmdline > /srv/benchbook/r0/cmdline.txt && lscpu > /srv/benchbook/r0/lscpu.txt'")
+    assert f"{S}root@192.0.2.20 'test \"$(stat -fc %T /sys/fs/cgroup)\" = tmpfs'" in lines
+    assert f"{S}root@192.0.2.20 'grep -qw -- nohz_full=3 /proc/cmdline'" in lines
+    assert f"{S}root@192.0.2.20 'cset shield --cpu=3 --kthread=on'" in lines
+    assert CONFIG_V1 in lines
+    assert ("scp -P 22 -o BatchMode=yes -o ConnectTimeout=10 RUN/setup/bb-dut.conf "
+            "root@192.0.2.20:/var/lib/lxc/bb-dut/config") in lines
+    assert ("scp -r -P 22 -o BatchMode=yes -o ConnectTimeout=10 root@192.0.2.30:/srv/benchbook/r0 "
+            "RUN/raw/timestamper") in lines
+    assert lines[-3:] == [f"{S}root@192.0.2.20 'lxc-stop -P /var/lib/lxc -n bb-dut -k'",
+                          f"{S}root@192.0.2.20 'lxc-destroy -P /var/lib/lxc -n bb-dut -f'",
+                          f"{S}root@192.0.2.20 'cset shield --reset'"]
+    assert len(lines) == 35
+
+
+def test_tool_command_lines_come_from_the_tools(backend):
+    """perf, dpdk-testpmd, lxc-* and MoonGen in the plan are exactly what benchbook.tools builds."""
+    m = Measurement(run_id="r1", cgroup_mode="v1", rate_pps=6.24e6, duration_s=30)
+    per_host = backend.host_commands(m, run_dir="RUN")
+    d = "/srv/benchbook/r1"
+    dut, lg, ts = per_host["dut"], per_host["loadgen"], per_host["timestamper"]
+    want_perf = shell_join(perf.build_argv(f"$(cat {d}/testpmd.pid)", 32, events=m.perf_events, repeats=1,
+                                           output_path=f"{d}/perf.csv"))
+    assert any(want_perf in c for c in dut) and '-p "$(cat /srv/benchbook/r1/testpmd.pid)"' in want_perf
+    for argv in (lxc.create_argv("bb-dut", template="debian", template_args=["-r", "bookworm",
+                                                                            "--packages=dpdk,dpdk-dev"]),
+                 lxc.start_argv("bb-dut", logfile=f"{d}/lxc.log"), lxc.stop_argv("bb-dut", kill=True),
+                 lxc.destroy_argv("bb-dut")):
+        assert shlex.join(argv) in dut
+    assert any(c.startswith(shlex.join(lxc.info_argv("bb-dut", pid_only=True))) for c in dut)
+    tp = testpmd.build_argv(pci=["0000:41:00.0", "0000:41:00.1"], main_cpu=3, fwd_cpu=3, file_prefix="bb-dut",
+                            binary="/usr/bin/dpdk-testpmd", line_buffered=False)
+    assert "lxc.init.cmd = " + " ".join(tp) in backend.container_config(m)
+    load = moongen.build_command("l2-load-latency", {"dev1": 0, "dev2": 1, "rate": m.rate_mbit(),
+                                                     "file": f"{d}/histogram.csv"})
+    assert m.rate_mbit() == pytest.approx(6.24 * 68 * 8)
+    assert any(shell_join(load) in c and "timeout 35" in c for c in lg)
+    sniff = moongen.build_command("moonsniff-sniffer", {"devs": [0, 1], "output": f"{d}/ms", "runtime": 40,
+                                                        "capture": True})
+    assert any(shell_join(sniff) in c for c in ts)
+
+
+def test_tcpdump_timestamper_uses_the_tcpdump_tool(backend):
+    from benchbook.tools import tcpdump
+
+    m = Measurement(run_id="r2", timestamper="tcpdump")
+    ts = backend.host_commands(m, run_dir="RUN")["timestamper"]
+    for side, iface in (("pre", "ens2f0"), ("post", "ens2f1")):
+        assert any(shell_join(tcpdump.build_argv(iface, f"/srv/benchbook/r2/{side}.pcap")) in c for c in ts)
+    assert not any("dpdk-devbind" in c for c in ts), "tcpdump needs the kernel's NICs"
 
 
 def test_dry_run_v2_differs_only_in_the_cgroup_steps(backend):
+    v1 = backend.dry_run_lines(Measurement(run_id="r0", cgroup_mode="v1"), run_dir="RUN")
     v2 = backend.dry_run_lines(Measurement(run_id="r0", cgroup_mode="v2"), run_dir="RUN")
     assert f"{S}root@192.0.2.20 'test \"$(stat -fc %T /sys/fs/cgroup)\" = cgroup2fs'" in v2
     assert f"{S}root@192.0.2.20 'systemctl set-property --runtime system.slice AllowedCPUs=0,1,2'" in v2
@@ -109,21 +129,8 @@ def test_dry_run_v2_differs_only_in_the_cgroup_steps(backend):
     start = next(i for i, l in enumerate(v2) if "lxc-start" in l)
     part = next(i for i, l in enumerate(v2) if "cpuset.cpus.partition" in l)
     assert part > start
-    shared = [l for l in EXPECTED_V1 if "cset" not in l and "cgroup" not in l and not l.startswith("cat > ")]
-    assert all(l in v2 for l in shared)
-
-
-def test_moongen_lines_come_from_the_moongen_tool(backend):
-    from benchbook.tools.moongen import build_command
-
-    m = Measurement(run_id="r1", rate_mpps=6.24, duration_s=30)
-    lines = backend.dry_run_lines(m, run_dir="RUN")
-    load = " ".join(build_command("l2-load-latency", {"dev1": 0, "dev2": 1, "rate": m.rate_mbit(),
-                                                      "file": "/srv/benchbook/r1/histogram.csv"}))
-    assert m.rate_mbit() == pytest.approx(6.24 * 68 * 8)
-    assert any(load in l and "timeout 35" in l for l in lines)
-    assert any("examples/moonsniff/sniffer.lua 0 1 --output /srv/benchbook/r1/ms --runtime 40 --capture" in l
-               for l in lines)
+    shared = [l for l in v1 if "cset" not in l and "cgroup" not in l and not l.startswith("cat > ")]
+    assert shared and all(l in v2 for l in shared)
 
 
 def test_print_plan_touches_nothing(backend, monkeypatch):
@@ -135,9 +142,110 @@ def test_print_plan_touches_nothing(backend, monkeypatch):
     lines = backend.print_plan(Measurement(run_id="r0", cgroup_mode="v1"), run_dir="RUN")
     printed = backend.out.getvalue()
     assert printed.count("\nssh ") + printed.startswith("ssh ") >= 25 and "# 01 loadgen:" in printed
-    assert len([l for l in lines if not l.startswith("#")]) == len(EXPECTED_V1)
+    assert len([l for l in lines if not l.startswith("#")]) == 35
     with pytest.raises(RuntimeError, match="dry-run"):
         backend.execute(Measurement(run_id="r0"), "RUN")
+
+
+# --- execute() against a real sshd on 127.0.0.1 --------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def local_sshd(tmp_path):
+    """A throw-away sshd (root, 127.0.0.1, free port, temporary host key and authorized key)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: sshd is started as root for the test")
+    sshd = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
+    if sshd is None or shutil.which("ssh-keygen") is None or shutil.which("scp") is None:
+        pytest.skip("no sshd (Debian: openssh-server) or ssh-keygen/scp")
+    d = tmp_path / "sshd"
+    d.mkdir(mode=0o700)
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    (d / "authorized_keys").chmod(0o600)
+    port = _free_port()
+    created_run_sshd = not Path("/run/sshd").exists()
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+    cfg = d / "sshd_config"
+    cfg.write_text(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\n"
+                   f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+                   f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                   f"PidFile {d / 'sshd.pid'}\nSubsystem sftp internal-sftp\n")
+    proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(cfg)], stderr=open(d / "sshd.log", "w"))
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                pytest.fail(f"sshd exited: {(d / 'sshd.log').read_text()}")
+            time.sleep(0.05)
+        yield port, d / "client_key"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if created_run_sshd:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+
+
+def _local_inventory(port: int, key: Path) -> Inventory:
+    hosts = []
+    for n, role in enumerate(("loadgen", "dut", "timestamper")):
+        hosts.append({"name": f"{role}1", "role": role, "address": "127.0.0.1", "port": port,
+                      "identity_file": str(key), "cores": [1], "workdir": "/tmp",
+                      "interfaces": [{"name": "e0", "pci": f"0000:0{n}:00.0"}, {"name": "e1", "pci": f"0000:0{n}:00.1"}]})
+    return Inventory.from_dict({"testbed": {"ssh_options": ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                                                            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]},
+                                "hosts": hosts}, source="local-sshd")
+
+
+def test_execute_runs_a_plan_over_real_ssh(local_sshd, tmp_path):
+    port, key = local_sshd
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    (remote_dir / "data.txt").write_text("measured 42\n")
+    backend = SshBackend(_local_inventory(port, key), dry_run=False)
+    steps = [Step("run", "dut", ["uname", "-s"], note="kernel"),
+             Step("run", "loadgen", ["sh", "-c", f"echo $((6*7)) > {remote_dir}/answer.txt"]),
+             Step("fetch", "dut", remote=str(remote_dir), local=str(tmp_path / "run" / "raw" / "dut")),
+             Step("run", "dut", ["false"], check=False, teardown=True)]
+    rec = backend.execute(Measurement(run_id="t"), tmp_path / "run", steps=steps)
+    assert rec["status"] == "complete", rec
+    assert [s["exit_code"] for s in rec["steps"]] == [0, 0, 0, 1]
+    got = tmp_path / "run" / "raw" / "dut"
+    assert (got / "data.txt").read_text() == "measured 42\n" and (got / "answer.txt").read_text() == "42\n"
+    log = read_command_log(tmp_path / "run" / "raw")
+    assert [r["exit_code"] for r in log] == [0, 0, 0, 1]
+    assert log[0]["argv"][:3] == ["ssh", "-p", str(port)] and log[0]["argv"][-1] == "uname -s"
+    assert "-i" in log[0]["argv"] and log[2]["argv"][:2] == ["scp", "-r"]
+    assert (tmp_path / "run" / "raw" / log[0]["stdout"]).read_text() == "Linux\n"
+    assert all(r["seconds"] >= 0 for r in log)
+
+
+def test_execute_stops_at_a_failed_step_but_runs_teardown(local_sshd, tmp_path):
+    port, key = local_sshd
+    backend = SshBackend(_local_inventory(port, key), dry_run=False)
+    steps = [Step("run", "dut", ["sh", "-c", "exit 3"]), Step("run", "dut", ["true"], note="skipped"),
+             Step("run", "dut", ["true"], check=False, teardown=True)]
+    rec = backend.execute(Measurement(run_id="t"), tmp_path / "run", steps=steps)
+    assert rec["status"] == "failed" and "exit 3" in rec["error"]
+    assert [s["n"] for s in rec["steps"]] == [1, 3]
+
+
+def test_ssh_host_start_and_interrupt(local_sshd, tmp_path):
+    """start() over ssh: the remote process gets the SIGINT (it prints on SIGINT and ends)."""
+    port, key = local_sshd
+    host = _local_inventory(port, key).ssh_host("dut")
+    cmd = host.start(["sh", "-c", "trap 'echo got-int; exit 0' INT; echo ready; while :; do sleep 0.1; done"])
+    assert cmd.wait_for("ready", "stdout", timeout_s=20)
+    assert cmd.interrupt_and_wait(timeout_s=20) == 0
+    assert "got-int" in cmd.output("stdout")
 
 
 @pytest.mark.parametrize("text,match", [

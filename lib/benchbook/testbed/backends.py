@@ -1,7 +1,7 @@
 """Testbed backends registered by name, like papermill's engines.
 
 ``local`` is the emulated testbed on this machine (network namespaces and veth pairs);
-``ssh`` drives real hosts. Backends are imported lazily when first asked for, so
+``testbed`` (alias ``ssh``) drives the real hosts of an inventory (``inventory=PATH``). Backends are imported lazily when first asked for, so
 importing benchbook never touches the host.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 # name -> "module:attribute" (lazy) or a factory callable
 _REGISTRY: dict[str, str | Callable[..., Any]] = {
     "local": "benchbook.testbed.local:LocalBackend",
+    "testbed": "benchbook.testbed.ssh:SshBackend",
     "ssh": "benchbook.testbed.ssh:SshBackend",
 }
 

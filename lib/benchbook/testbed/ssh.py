@@ -3,11 +3,13 @@
 A host inventory (TOML, format in docs/testbed-inventory.md, example in examples/testbed.toml)
 names the hosts of the three roles - loadgen (MoonGen), dut (an LXC container running DPDK
 testpmd on the DuT's NICs) and timestamper (MoonSniff) - with addresses, users, interfaces,
-PCI ids and cores. `SshBackend.plan(...)` turns one measurement into an ordered list of steps;
-each step is one exact command line run on this machine (``ssh user@host 'cmd'``, ``scp``,
-``rsync``). The dry run prints them and touches nothing; `execute` runs them in order, keeps
-every command's stdout/stderr beside the results (pos's discipline) and collects the remote
-raw data (pcaps, histogram CSVs, perf output, logs) into ``<run_dir>/raw/<role>/``.
+PCI ids and cores. `SshBackend.plan(...)` turns one measurement into an ordered list of steps,
+each a command one host runs; the tool command lines in them (perf, dpdk-testpmd, lxc-*,
+MoonGen, tcpdump) come from the builders in :mod:`benchbook.tools`. Each host is an
+:class:`~benchbook.testbed.ssh_host.SshHost` (ssh/scp with the inventory's options). The dry run
+lists the commands and touches nothing; `execute` runs them in order, keeps every command in
+the one command log (``<run_dir>/raw/commands.jsonl``, outputs in ``raw/cmd/``) and collects the
+remote raw data (pcaps, histogram CSVs, perf output, logs) into ``<run_dir>/raw/<role>/``.
 
 Files the steps need on a remote host (the container's LXC config) are written locally into
 ``<run_dir>/setup/`` first and copied with scp, so the exact file is part of the run record.
@@ -17,16 +19,18 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import sys
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchbook.errors import BenchbookError
+from benchbook.testbed.ssh_host import SshHost
+from benchbook.tools import lxc, moongen, perf, tcpdump, testpmd
+from benchbook.tools.host import CommandLog
 
 ROLES = ("loadgen", "dut", "timestamper")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -46,12 +50,14 @@ class Interface:
 
 
 @dataclass(frozen=True)
-class Host:
+class InventoryHost:
     name: str
     role: str
     address: str
     user: str = "root"
     port: int = 22
+    identity_file: str | None = None      # ssh -i
+    proxy_jump: str | None = None         # ssh -J (scp: -J as well)
     interfaces: tuple[Interface, ...] = ()
     cores: tuple[int, ...] = ()           # cores benchbook may use on this host
     housekeeping_cores: tuple[int, ...] = ()
@@ -75,11 +81,11 @@ class Host:
 @dataclass(frozen=True)
 class Inventory:
     name: str
-    hosts: tuple[Host, ...]
+    hosts: tuple[InventoryHost, ...]
     ssh_options: tuple[str, ...] = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
     source: str = "<dict>"
 
-    def role(self, role: str) -> Host:
+    def role(self, role: str) -> InventoryHost:
         for h in self.hosts:
             if h.role == role:
                 return h
@@ -125,13 +131,16 @@ class Inventory:
                 if not isinstance(val, list) or not all(isinstance(c, int) and c >= 0 for c in val):
                     raise InventoryError(f"{source}: {where}.{key}: expected a list of core numbers")
             known = {"name", "role", "address", "user", "port", "interfaces", "cores", "housekeeping_cores",
-                     "workdir", "moongen_dir", "boot_parameters", "driver", "hugepages"}
+                     "workdir", "moongen_dir", "boot_parameters", "driver", "hugepages", "identity_file",
+                     "proxy_jump"}
             unknown = sorted(set(h) - known)
             if unknown:
                 raise InventoryError(f"{source}: {where}: unknown key(s) {unknown}; known: {sorted(known)}")
-            hosts.append(Host(
+            hosts.append(InventoryHost(
                 name=name, role=role, address=need(h, "address", where), user=str(h.get("user", "root")),
-                port=int(h.get("port", 22)), interfaces=tuple(ifaces), cores=tuple(cores),
+                port=int(h.get("port", 22)),
+                identity_file=str(h["identity_file"]) if h.get("identity_file") else None,
+                proxy_jump=str(h["proxy_jump"]) if h.get("proxy_jump") else None, interfaces=tuple(ifaces), cores=tuple(cores),
                 housekeeping_cores=tuple(hk), workdir=str(h.get("workdir", "/srv/benchbook")),
                 moongen_dir=str(h.get("moongen_dir", "/opt/MoonGen")),
                 boot_parameters=tuple(str(p) for p in h.get("boot_parameters", [])),
@@ -154,6 +163,12 @@ class Inventory:
         return cls(name=str(tb.get("name", "testbed")), hosts=tuple(hosts), source=source,
                    ssh_options=tuple(opts) if opts is not None else cls.ssh_options)
 
+    def ssh_host(self, role: str, log: CommandLog | None = None) -> SshHost:
+        """The host of a role, reached with ssh/scp with this inventory's options."""
+        h = self.role(role)
+        return SshHost(name=role, address=h.address, user=h.user, port=h.port, identity_file=h.identity_file,
+                       proxy_jump=h.proxy_jump, options=self.ssh_options, log=log or CommandLog())
+
     @classmethod
     def from_toml(cls, path: str | Path) -> "Inventory":
         p = Path(path)
@@ -169,24 +184,29 @@ class Inventory:
 
 @dataclass
 class Step:
-    """One command run on this machine, in order. kind: ssh | scp | rsync | local | wait."""
+    """One command of the plan, in order.
+
+    kind: ``run`` (argv on the role's host; ``["sh", "-c", SCRIPT]`` for shell lines), ``put``
+    (copy ``local`` to ``remote`` on the host), ``fetch`` (copy ``remote`` to ``local``), ``file``
+    (write ``content`` to ``local`` on this machine) or ``wait`` (``seconds``)."""
 
     kind: str
-    argv: list[str]
     role: str = ""
+    argv: list[str] = field(default_factory=list)
     note: str = ""
-    background: bool = False   # the remote command is started with nohup and left running
     check: bool = True
-    seconds: float = 0.0       # kind == "wait": how long
-    content: str = ""          # kind == "file": what is written to argv[0] on this machine
+    teardown: bool = False
+    seconds: float = 0.0
+    content: str = ""
+    local: str = ""
+    remote: str = ""
 
     @property
-    def command_line(self) -> str:
-        if self.kind == "wait":
-            return f"sleep {self.seconds:g}"
-        if self.kind == "file":
-            return f"cat > {shlex.quote(self.argv[0])} <<'EOF'\n{self.content}EOF"
-        return shlex.join(self.argv)
+    def remote_line(self) -> str:
+        """What the host runs (kind ``run``), as its shell gets it."""
+        from benchbook.testbed.ssh_host import remote_command
+
+        return remote_command(self.argv)
 
 
 @dataclass
@@ -195,71 +215,87 @@ class Measurement:
 
     run_id: str
     cgroup_mode: str = "v2"             # "v1" | "v2": the DuT's booted hierarchy (checked, not set)
-    rate_mpps: float = 1.52
+    rate_pps: float = 1.52e6
     frame_size: int = 64
     duration_s: int = 60
     repetition: int = 0
     perf_events: tuple[str, ...] = ("instructions", "branches", "cpu-migrations", "context-switches", "task-clock")
     container: str = "bb-dut"
+    timestamper: str = "moonsniff"      # "moonsniff" (DPDK, hardware timestamps) | "tcpdump" (kernel NICs)
 
     def rate_mbit(self) -> float:
         """l2-load-latency takes Mbit/s; MoonGen's rate counts the frame with its 4-byte CRC
         (size + 4 bytes), not preamble and gap. Recorded with the run."""
-        return round(self.rate_mpps * (self.frame_size + 4) * 8, 3)
+        return round(self.rate_pps / 1e6 * (self.frame_size + 4) * 8, 3)
 
 
-def _q(cmd: str | Sequence[str]) -> str:
-    return cmd if isinstance(cmd, str) else shlex.join(list(cmd))
+def shell_join(argv: Sequence[str]) -> str:
+    """shlex.join, except that an argument that is exactly ``$(...)`` is left for the shell to
+    expand (double-quoted), e.g. a pid read from a file on the remote host."""
+    return " ".join(f'"{a}"' if re.fullmatch(r"\$\([^()'\"]*\)", a) else shlex.quote(a) for a in argv)
+
+
+def _sh(script: str) -> list[str]:
+    return ["sh", "-c", script]
 
 
 class SshBackend:
-    """Backend "ssh": plan (and, unless dry_run, execute) measurements on inventory hosts."""
+    """Backend "testbed" (alias "ssh"): plan (and, unless dry_run, execute) measurements on the
+    inventory's hosts."""
 
-    name = "ssh"
+    name = "testbed"
 
-    def __init__(self, inventory: Inventory | str | Path, dry_run: bool = True,
-                 out=None) -> None:
+    def __init__(self, inventory: Inventory | str | Path, dry_run: bool = True, out: Any = None,
+                 log: CommandLog | None = None) -> None:
         self.inventory = inventory if isinstance(inventory, Inventory) else Inventory.from_toml(inventory)
         self.dry_run = dry_run
         self.out = out or sys.stdout
+        self.log = log or CommandLog()
 
-    # --- command line builders --------------------------------------------------------
-    def ssh(self, host: Host, cmd: str | Sequence[str], note: str = "", background: bool = False,
-            check: bool = True) -> Step:
-        remote = _q(cmd)
-        argv = ["ssh", "-p", str(host.port), *self.inventory.ssh_options, host.target, remote]
-        return Step("ssh", argv, role=host.role, note=note, background=background, check=check)
+    def host(self, role: str) -> SshHost:
+        return self.inventory.ssh_host(role, self.log)
 
-    def scp_to(self, host: Host, local: str, remote: str, note: str = "") -> Step:
-        argv = ["scp", "-P", str(host.port), *self.inventory.ssh_options, local, f"{host.target}:{remote}"]
-        return Step("scp", argv, role=host.role, note=note)
+    # --- tool command lines (from benchbook.tools) ------------------------------------
+    def testpmd_argv(self, m: Measurement) -> list[str]:
+        """testpmd as the container's init: the DuT NICs by PCI address, both lcores on the DuT core."""
+        dut = self.inventory.role("dut")
+        core = dut.cores[0]
+        return testpmd.build_argv(pci=[i.pci for i in dut.interfaces], main_cpu=core, fwd_cpu=core,
+                                  file_prefix=m.container, binary="/usr/bin/dpdk-testpmd", line_buffered=False)
 
-    def rsync_from(self, host: Host, remote_dir: str, local_dir: str, note: str = "") -> Step:
-        ssh_cmd = shlex.join(["ssh", "-p", str(host.port), *self.inventory.ssh_options])
-        argv = ["rsync", "-a", "--partial", "-e", ssh_cmd, f"{host.target}:{remote_dir.rstrip('/')}/",
-                local_dir.rstrip("/") + "/"]
-        return Step("rsync", argv, role=host.role, note=note)
+    def perf_argv(self, m: Measurement, rdir: str) -> list[str]:
+        return perf.build_argv(f"$(cat {rdir}/testpmd.pid)", m.duration_s + 2, events=m.perf_events, repeats=1,
+                               output_path=f"{rdir}/perf.csv")
+
+    def load_argv(self, m: Measurement, rdir: str) -> list[str]:
+        lgp = [i.port for i in self.inventory.role("loadgen").interfaces[:2]]
+        return moongen.build_command("l2-load-latency", {"dev1": lgp[0], "dev2": lgp[1], "rate": m.rate_mbit(),
+                                                         "file": f"{rdir}/histogram.csv"})
+
+    def timestamper_argvs(self, m: Measurement, rdir: str) -> dict[str, list[str]]:
+        """name -> argv of each timestamper process (MoonSniff, or one tcpdump per tap)."""
+        ts = self.inventory.role("timestamper")
+        if m.timestamper == "moonsniff":
+            return {"sniffer": moongen.build_command("moonsniff-sniffer", {
+                "devs": [i.port for i in ts.interfaces[:2]], "output": f"{rdir}/ms",
+                "runtime": m.duration_s + 10, "capture": True})}
+        if m.timestamper == "tcpdump":
+            return {side: tcpdump.build_argv(i.name, f"{rdir}/{side}.pcap")
+                    for side, i in zip(("pre", "post"), ts.interfaces[:2])}
+        raise ValueError(f"timestamper {m.timestamper!r}: expected 'moonsniff' or 'tcpdump'")
 
     def container_config(self, m: Measurement) -> str:
         """The DuT container's LXC config: DPDK testpmd on the DuT NICs (PCI allow-list) as init,
         pinned to the DuT core; with cgroup v1 inside cset's shield ("user"), as in the paper."""
-        from benchbook.tools.lxc import ContainerConfig
-
-        dut = self.inventory.role("dut")
-        core = dut.cores[0]
-        argv = ["/usr/bin/dpdk-testpmd", "--lcores", f"0@{core},1@{core}", "--main-lcore", "0",
-                "--file-prefix", m.container]
-        for i in dut.interfaces:
-            argv += ["-a", i.pci]
-        argv += ["--", "--forward-mode=io", "--auto-start", "--nb-cores=1"]
+        core = self.inventory.role("dut").cores[0]
         extra: dict[str, str] = {}
         if m.cgroup_mode == "v1":
             extra = {"lxc.cgroup.dir.container": f"user/{m.container}",
                      "lxc.cgroup.dir.monitor": f"system/{m.container}.monitor"}
-        text = ContainerConfig(
-            name=m.container, rootfs=f"dir:/var/lib/lxc/{m.container}/rootfs", init_cmd=argv, nics=(),
-            cpus=str(core), mems="0", cgroup_mode=m.cgroup_mode,
-            console_log=f"/var/lib/lxc/{m.container}/console.log", extra=extra,
+        text = lxc.ContainerConfig(
+            name=m.container, rootfs=f"dir:{lxc.LXC_PATH}/{m.container}/rootfs", init_cmd=self.testpmd_argv(m),
+            nics=(), cpus=str(core), mems="0", cgroup_mode=m.cgroup_mode,
+            console_log=f"{lxc.LXC_PATH}/{m.container}/console.log", extra=extra,
         ).render()
         devices = "lxc.cgroup2.devices.allow" if m.cgroup_mode == "v2" else "lxc.cgroup.devices.allow"
         # hugepages and VFIO inside the container; VFIO group devices have dynamic majors
@@ -276,179 +312,194 @@ class SshBackend:
         run_dir = str(run_dir)
         steps: list[Step] = []
         rdir = {h.role: f"{h.workdir}/{m.run_id}" for h in (lg, dut, ts)}
+        d = rdir["dut"]
         core = dut.cores[0]
+
+        def run(role: str, argv: list[str], note: str = "", check: bool = True) -> None:
+            steps.append(Step("run", role, argv, note=note, check=check))
 
         # 1. preflight: record what each host booted, check the DuT's hierarchy and boot parameters
         for h in (lg, dut, ts):
-            steps.append(self.ssh(h, f"mkdir -p {rdir[h.role]} && uname -a > {rdir[h.role]}/uname.txt && "
-                                     f"cat /proc/cmdline > {rdir[h.role]}/cmdline.txt && "
-                                     f"lscpu > {rdir[h.role]}/lscpu.txt",
-                                  note=f"{h.name}: record kernel, command line and CPU"))
+            r = rdir[h.role]
+            run(h.role, _sh(f"mkdir -p {r} && uname -a > {r}/uname.txt && cat /proc/cmdline > {r}/cmdline.txt && "
+                            f"lscpu > {r}/lscpu.txt"), note=f"{h.name}: record kernel, command line and CPU")
         want = {"v1": "tmpfs", "v2": "cgroup2fs"}[m.cgroup_mode]
-        steps.append(self.ssh(dut, f"test \"$(stat -fc %T /sys/fs/cgroup)\" = {want}",
-                              note=f"DuT booted with cgroup {m.cgroup_mode} "
-                                   f"(systemd.unified_cgroup_hierarchy={0 if m.cgroup_mode == 'v1' else 1}); "
-                                   "a mismatch stops the run"))
+        run("dut", _sh(f"test \"$(stat -fc %T /sys/fs/cgroup)\" = {want}"),
+            note=f"DuT booted with cgroup {m.cgroup_mode} (systemd.unified_cgroup_hierarchy="
+                 f"{0 if m.cgroup_mode == 'v1' else 1}); a mismatch stops the run")
         for p in dut.boot_parameters:
-            steps.append(self.ssh(dut, f"grep -qw -- {shlex.quote(p)} /proc/cmdline",
-                                  note=f"DuT boot parameter {p} present"))
+            run("dut", ["grep", "-qw", "--", p, "/proc/cmdline"], note=f"DuT boot parameter {p} present")
 
-        # 2. NICs to DPDK, hugepages
+        # 2. NICs to DPDK (not the timestamper's when tcpdump timestamps on kernel NICs), hugepages
         for h in (lg, dut, ts):
             if h.hugepages:
-                steps.append(self.ssh(h, f"echo {h.hugepages} > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
-                                      note=f"{h.name}: reserve {h.hugepages} x 2 MiB hugepages"))
-            pcis = [i.pci for i in h.interfaces]
-            steps.append(self.ssh(h, ["dpdk-devbind.py", "-b", h.driver, *pcis],
-                                  note=f"{h.name}: bind {', '.join(i.name for i in h.interfaces)} to {h.driver}"))
+                run(h.role, _sh(f"echo {h.hugepages} > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
+                    note=f"{h.name}: reserve {h.hugepages} x 2 MiB hugepages")
+            if h.role == "timestamper" and m.timestamper == "tcpdump":
+                continue
+            run(h.role, ["dpdk-devbind.py", "-b", h.driver, *[i.pci for i in h.interfaces]],
+                note=f"{h.name}: bind {', '.join(i.name for i in h.interfaces)} to {h.driver}")
 
         # 3. DuT isolation (the paper's recipes) and the container
         hk = ",".join(map(str, dut.housekeeping_cores)) or "0"
         if m.cgroup_mode == "v1":
-            steps.append(self.ssh(dut, f"cset shield --cpu={core} --kthread=on",
-                                  note="cgroup v1: housekeeping cpuset, kernel threads moved off the DuT core (cset)"))
-            steps.append(self.ssh(dut, "echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance",
-                                  note="cgroup v1: no load balancing on the DuT set; read back below"))
-            steps.append(self.ssh(dut, "cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance "
-                                       f"> {rdir['dut']}/isolation.txt"))
+            run("dut", ["cset", "shield", f"--cpu={core}", "--kthread=on"],
+                note="cgroup v1: housekeeping cpuset, kernel threads moved off the DuT core (cset)")
+            run("dut", _sh("echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance"),
+                note="cgroup v1: no load balancing on the DuT set; read back below")
+            run("dut", _sh(f"cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance > {d}/isolation.txt"))
         else:
             for unit in ("system.slice", "user.slice", "init.scope"):
-                steps.append(self.ssh(dut, ["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
-                                      note=f"cgroup v2: {unit} off the DuT core"))
+                run("dut", ["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
+                    note=f"cgroup v2: {unit} off the DuT core")
         cfg_local = f"{run_dir}/setup/{m.container}.conf"
-        steps.append(Step("file", [cfg_local], content=self.container_config(m),
+        steps.append(Step("file", local=cfg_local, content=self.container_config(m),
                           note="the container's LXC config, kept in the run directory"))
-        steps.append(self.ssh(dut, ["lxc-create", "-n", m.container, "-t", "debian", "--", "-r", "bookworm",
-                                    "--packages=dpdk,dpdk-dev"],
-                              note="container root fs: debootstrap of Debian bookworm with DPDK (testpmd)"))
-        steps.append(self.scp_to(dut, cfg_local, f"/var/lib/lxc/{m.container}/config",
-                                 note="the container config: testpmd as init, pinned to the DuT core"))
-        steps.append(self.ssh(dut, ["lxc-start", "-n", m.container, "-d", "-o", f"{rdir['dut']}/lxc.log", "-l", "INFO"],
-                              note="start the DuT container"))
-        steps.append(self.ssh(dut, f"lxc-info -n {m.container} -pH > {rdir['dut']}/testpmd.pid && "
-                                   f"cat /proc/$(cat {rdir['dut']}/testpmd.pid)/status | grep Cpus_allowed_list "
-                                   f"> {rdir['dut']}/affinity.txt",
-                              note="testpmd's host pid and affinity"))
-
+        run("dut", lxc.create_argv(m.container, template="debian",
+                                   template_args=["-r", "bookworm", "--packages=dpdk,dpdk-dev"]),
+            note="container root fs: debootstrap of Debian bookworm with DPDK (testpmd)")
+        steps.append(Step("put", "dut", local=cfg_local, remote=f"{lxc.LXC_PATH}/{m.container}/config",
+                          note="the container config: testpmd as init, pinned to the DuT core"))
+        run("dut", lxc.start_argv(m.container, logfile=f"{d}/lxc.log"), note="start the DuT container")
+        run("dut", _sh(f"{shell_join(lxc.info_argv(m.container, pid_only=True))} > {d}/testpmd.pid && "
+                       f"grep Cpus_allowed_list /proc/$(cat {d}/testpmd.pid)/status > {d}/affinity.txt"),
+            note="testpmd's host pid and affinity")
         if m.cgroup_mode == "v2":
-            steps.append(self.ssh(dut, f"echo {core} > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus && "
-                                       f"echo root > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus.partition",
-                                  note="cgroup v2: the container's cpuset becomes a partition root ",
-                                  check=True))
+            run("dut", _sh(f"echo {core} > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus && "
+                           f"echo root > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus.partition"),
+                note="cgroup v2: the container's cpuset becomes a partition root")
 
         # 4. measurement: timestamper first, perf on the DuT, then the load
-        from benchbook.tools.moongen import build_command
-
-        tsp = [i.port for i in ts.interfaces[:2]]
-        sniff = build_command("moonsniff-sniffer", {"devs": tsp, "output": f"{rdir['timestamper']}/ms",
-                                                    "runtime": m.duration_s + 10, "capture": True})
-        steps.append(self.ssh(ts, f"cd {ts.moongen_dir} && nohup {_q(sniff)} > {rdir['timestamper']}/sniffer.log "
-                                  f"2>&1 & echo $! > {rdir['timestamper']}/sniffer.pid",
-                              note="MoonSniff timestamper: pre- and post-DuT captures", background=True))
-        steps.append(Step("wait", [], seconds=5, note="timestamper ready"))
-        events = ",".join(m.perf_events)
-        steps.append(self.ssh(dut, f"nohup perf stat -x, -e {events} -o {rdir['dut']}/perf.csv "
-                                   f"-p $(cat {rdir['dut']}/testpmd.pid) -- sleep {m.duration_s + 2} "
-                                   f"> {rdir['dut']}/perf.log 2>&1 &",
-                              note="perf stat on testpmd for the measurement window", background=True))
-        lgp = [i.port for i in lg.interfaces[:2]]
-        load = build_command("l2-load-latency", {"dev1": lgp[0], "dev2": lgp[1], "rate": m.rate_mbit(),
-                                                 "file": f"{rdir['loadgen']}/histogram.csv"})
-        steps.append(self.ssh(lg, f"cd {lg.moongen_dir} && timeout {m.duration_s + 5} {_q(load)} "
-                                  f"> {rdir['loadgen']}/moongen.log 2>&1; rc=$?; test $rc -eq 0 -o $rc -eq 124",
-                              note=f"MoonGen load: {m.rate_mpps} Mpkt/s of {m.frame_size} B = {m.rate_mbit()} Mbit/s "
-                                   f"(frame + CRC) for {m.duration_s} s"))
-        steps.append(self.ssh(ts, f"kill -INT $(cat {rdir['timestamper']}/sniffer.pid) 2>/dev/null; "
-                                  f"while kill -0 $(cat {rdir['timestamper']}/sniffer.pid) 2>/dev/null; do sleep 1; done; true",
-                              note="stop the timestamper, wait for its files"))
-
-        steps.append(self.ssh(dut, f"kill -INT $(cat {rdir['dut']}/testpmd.pid); sleep 2; "
-                                   f"cp /var/lib/lxc/{m.container}/console.log {rdir['dut']}/testpmd-console.log",
-                              note="testpmd prints its forward statistics (RX/TX/dropped per port)"))
+        t = rdir["timestamper"]
+        for name, argv in self.timestamper_argvs(m, t).items():
+            cd = f"cd {ts.moongen_dir} && " if m.timestamper == "moonsniff" else ""
+            run("timestamper", _sh(f"{cd}nohup {shell_join(argv)} > {t}/{name}.log 2>&1 & echo $! > {t}/{name}.pid"),
+                note=f"timestamper ({m.timestamper}): {name}")
+        steps.append(Step("wait", seconds=5, note="timestamper ready"))
+        run("dut", _sh(f"nohup {shell_join(self.perf_argv(m, d))} > {d}/perf.log 2>&1 &"),
+            note="perf stat on testpmd for the measurement window")
+        lr = rdir["loadgen"]
+        run("loadgen", _sh(f"cd {lg.moongen_dir} && timeout {m.duration_s + 5} {shell_join(self.load_argv(m, lr))} "
+                           f"> {lr}/moongen.log 2>&1; rc=$?; test $rc -eq 0 -o $rc -eq 124"),
+            note=f"MoonGen load: {m.rate_pps:g} pkt/s of {m.frame_size} B = {m.rate_mbit()} Mbit/s "
+                 f"(frame + CRC) for {m.duration_s} s")
+        for name in self.timestamper_argvs(m, t):
+            run("timestamper", _sh(f"kill -INT $(cat {t}/{name}.pid) 2>/dev/null; "
+                                   f"while kill -0 $(cat {t}/{name}.pid) 2>/dev/null; do sleep 1; done; true"),
+                note=f"stop the timestamper's {name}, wait for its files")
+        run("dut", _sh(f"kill -INT $(cat {d}/testpmd.pid); sleep 2; "
+                       f"cp {lxc.LXC_PATH}/{m.container}/console.log {d}/testpmd-console.log"),
+            note="testpmd prints its forward statistics (RX/TX/dropped per port)")
 
         # 5. collect
         for h in (lg, dut, ts):
-            steps.append(self.rsync_from(h, rdir[h.role], f"{run_dir}/raw/{h.role}",
-                                         note=f"collect {h.name}'s raw data"))
+            steps.append(Step("fetch", h.role, remote=rdir[h.role], local=f"{run_dir}/raw/{h.role}",
+                              note=f"collect {h.name}'s raw data"))
 
         # 6. teardown (also run after a failure: every step here is check=False)
-        tear = [self.ssh(dut, ["lxc-stop", "-n", m.container, "-k"], note="stop the container"),
-                self.ssh(dut, ["lxc-destroy", "-n", m.container], note="remove the container")]
+        tear = [Step("run", "dut", lxc.stop_argv(m.container, kill=True), note="stop the container"),
+                Step("run", "dut", lxc.destroy_argv(m.container), note="remove the container")]
         if m.cgroup_mode == "v1":
-            tear.append(self.ssh(dut, "cset shield --reset", note="undo the v1 shield"))
+            tear.append(Step("run", "dut", ["cset", "shield", "--reset"], note="undo the v1 shield"))
         else:
-            tear += [self.ssh(dut, ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="])
+            tear += [Step("run", "dut", ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="])
                      for u in ("system.slice", "user.slice", "init.scope")]
         for s in tear:
-            s.check = False
-            s.note = (s.note + " " if s.note else "") + "[teardown]"
-        steps += tear
-        return steps
+            s.check, s.teardown = False, True
+        return steps + tear
 
     # --- dry run and execution --------------------------------------------------------
+    def command_line(self, s: Step) -> str:
+        """The step as it is run from this machine (ssh/scp with the inventory's options)."""
+        if s.kind == "wait":
+            return f"sleep {s.seconds:g}"
+        if s.kind == "file":
+            return f"cat > {shlex.quote(s.local)} <<'EOF'\n{s.content}EOF"
+        h = self.host(s.role)
+        if s.kind == "put":
+            return shlex.join(h.put_argv(s.local, s.remote))
+        if s.kind == "fetch":
+            return shlex.join(h.fetch_argv(s.remote, s.local))
+        return shlex.join(h.argv(s.argv))
+
     def dry_run_lines(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[str]:
-        return [s.command_line for s in self.plan(m, run_dir)]
+        return [self.command_line(s) for s in self.plan(m, run_dir)]
+
+    def host_commands(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> dict[str, list[str]]:
+        """Per role, what that host runs (its shell's command lines), in order; "local": this machine."""
+        out: dict[str, list[str]] = {"loadgen": [], "dut": [], "timestamper": [], "local": []}
+        for s in self.plan(m, run_dir):
+            if s.kind == "run":
+                out[s.role].append(s.remote_line)
+            elif s.kind in ("put", "fetch", "file"):
+                out["local"].append(self.command_line(s))
+        return out
 
     def print_plan(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[str]:
         lines = []
         for n, s in enumerate(self.plan(m, run_dir), 1):
-            lines.append(f"# {n:02d} {s.role or 'local'}: {s.note}" if s.note else f"# {n:02d}")
-            lines.append(s.command_line)
+            note = s.note + (" [teardown]" if s.teardown else "")
+            lines.append(f"# {n:02d} {s.role or 'local'}: {note}" if note else f"# {n:02d}")
+            lines.append(self.command_line(s))
         print("\n".join(lines), file=self.out)
         return lines
 
-    def execute(self, m: Measurement, run_dir: str | Path) -> dict[str, Any]:
-        """Run the plan for real (never in dry-run mode); teardown steps always run."""
+    def execute(self, m: Measurement, run_dir: str | Path, steps: list[Step] | None = None) -> dict[str, Any]:
+        """Run the plan (or the given steps) for real (never in dry-run mode); teardown steps always
+        run. Commands go into the command log in ``<run_dir>/raw/``."""
         if self.dry_run:
             raise RuntimeError("SshBackend is in dry-run mode: use print_plan(), or dry_run=False to execute")
         run_dir = Path(run_dir)
         (run_dir / "setup").mkdir(parents=True, exist_ok=True)
-        logs = run_dir / "commands"
-        logs.mkdir(exist_ok=True)
-        steps = self.plan(m, run_dir)
+        if self.log.directory is None:
+            self.log = CommandLog(run_dir / "raw")
+        steps = self.plan(m, run_dir) if steps is None else steps
         record: dict[str, Any] = {"inventory": self.inventory.source, "measurement": vars(m).copy(),
-                                  "rate_mbit": m.rate_mbit(), "steps": []}
+                                  "rate_mbit": m.rate_mbit(), "command_log": str(self.log.directory), "steps": []}
         failed: str | None = None
         for n, s in enumerate(steps, 1):
-            teardown = "[teardown]" in s.note
-            if failed and not teardown:
+            if failed and not s.teardown:
                 continue
-            entry = {"n": n, "role": s.role, "command": s.command_line, "note": s.note}
+            entry: dict[str, Any] = {"n": n, "kind": s.kind, "role": s.role, "note": s.note}
             t0 = time.monotonic()
+            first = len(self.log.records)
             if s.kind == "wait":
                 time.sleep(s.seconds)
                 rc = 0
             elif s.kind == "file":
-                Path(s.argv[0]).parent.mkdir(parents=True, exist_ok=True)
-                Path(s.argv[0]).write_text(s.content)
+                Path(s.local).parent.mkdir(parents=True, exist_ok=True)
+                Path(s.local).write_text(s.content)
                 rc = 0
+            elif s.kind == "put":
+                rc = self.host(s.role).put(s.local, s.remote, check=False).exit_code
+            elif s.kind == "fetch":
+                self.host(s.role).fetch(s.remote, s.local, check=False)
+                rc = self.log.records[-1].exit_code or 0
             else:
-                if s.kind == "rsync":
-                    Path(s.argv[-1]).mkdir(parents=True, exist_ok=True)
-                with open(logs / f"{n:02d}.out", "w") as out, open(logs / f"{n:02d}.err", "w") as err:
-                    rc = subprocess.run(s.argv, stdout=out, stderr=err).returncode
-            entry.update(returncode=rc, seconds=round(time.monotonic() - t0, 3))
+                rc = self.host(s.role).run(s.argv, check=False, timeout_s=None, what=s.note).exit_code
+            entry.update(exit_code=rc, seconds=round(time.monotonic() - t0, 3),
+                         commands=[r.n for r in self.log.since(first)])
             record["steps"].append(entry)
             if rc != 0 and s.check and not failed:
-                failed = f"step {n} ({s.command_line}) failed with exit {rc}; see {logs / f'{n:02d}.err'}"
+                failed = f"step {n} ({self.command_line(s)}) failed with exit {rc}; see {self.log.directory}/cmd/"
         record["status"] = "failed" if failed else "complete"
         record["error"] = failed
         return record
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m benchbook.testbed.ssh INVENTORY [--mode v1|v2] [--rate MPPS] [--duration S]``: dry run."""
+    """``python -m benchbook.testbed.ssh INVENTORY [--mode v1|v2] [--rate-pps PPS] [--duration S]``: dry run."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m benchbook.testbed.ssh", description="print the ssh plan (dry run)")
     ap.add_argument("inventory")
     ap.add_argument("--mode", default="v2", choices=("v1", "v2"))
-    ap.add_argument("--rate", type=float, default=1.52, help="Mpkt/s")
+    ap.add_argument("--rate-pps", type=float, default=1.52e6, help="packets per second")
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--run-id", default="run-0")
     a = ap.parse_args(argv)
     SshBackend(a.inventory, dry_run=True).print_plan(
-        Measurement(run_id=a.run_id, cgroup_mode=a.mode, rate_mpps=a.rate, duration_s=a.duration))
+        Measurement(run_id=a.run_id, cgroup_mode=a.mode, rate_pps=a.rate_pps, duration_s=a.duration))
     return 0
 
 

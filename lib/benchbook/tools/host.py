@@ -303,8 +303,9 @@ def run_logged(host_name: str, log: CommandLog, full: list[str], *, check: bool,
 
 
 def start_logged(host_name: str, log: CommandLog, full: list[str], *, what: str, stdin_open: bool,
-                 merge_stderr: bool, cwd: str | None = None,
-                 preexec_fn: Callable[[], None] | None = None) -> RunningCommand:
+                 merge_stderr: bool, cwd: str | None = None, preexec_fn: Callable[[], None] | None = None,
+                 command_class: type[RunningCommand] | None = None) -> RunningCommand:
+    """Start ``full`` on this machine, its record in ``log`` (output streamed into its files)."""
     rec = log.begin(host_name, full, what)
     if merge_stderr:
         rec.stderr = None
@@ -315,7 +316,7 @@ def start_logged(host_name: str, log: CommandLog, full: list[str], *, what: str,
     except OSError as exc:
         log.end(rec, 127, 0.0)
         raise CommandError(full, 127, str(exc), host_name) from exc
-    return RunningCommand(full, proc, log, rec, merge_stderr=merge_stderr)
+    return (command_class or RunningCommand)(full, proc, log, rec, merge_stderr=merge_stderr)
 
 
 def _join_cgroup(procs_file: str | None) -> Callable[[], None] | None:
