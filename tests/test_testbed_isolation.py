@@ -65,7 +65,10 @@ def test_v1_restored_when_body_raises():
 def test_v2_detected_not_faked():
     require_root()
     ok, why = v2_cpuset_status()
-    assert mode_status("v2") == (ok, why) or not mode_status("v2")[0]
+    if len(cg.online_cpus()) < 2:
+        assert mode_status("v2") == (False, "needs at least two online CPUs")
+    else:
+        assert mode_status("v2") == (ok, why)
     if ok:
         pytest.skip("this host has the v2 cpuset controller; the not-runnable path does not apply")
     assert "cpuset" in why
@@ -73,6 +76,30 @@ def test_v2_detected_not_faked():
         with isolation("v2", new_token()):
             pass
     assert not any(p.name.startswith("bb-") for p in (cg.v2_root() or Path("/nonexistent")).glob("bb-*"))
+
+
+def test_v2_recipe_applied_and_restored():
+    """Where cgroup v2 has the cpuset controller: the DuT cgroup becomes a root partition on the DuT CPU,
+    and afterwards it is gone and the root's controllers are as before."""
+    require_root()
+    ok, why = v2_cpuset_status()
+    if not ok:
+        pytest.skip(f"cgroup v2 has no usable cpuset controller on this host: {why}")
+    if len(cg.online_cpus()) < 2:
+        pytest.skip("needs two CPUs")
+    root = cg.v2_root()
+    subtree_before = cg.read(root / "cgroup.subtree_control")
+    token = new_token()
+    with isolation("v2", token, dut_cpu=1) as info:
+        d = Path(info.report["dut_cgroup"])
+        assert d.is_dir() and d.parent == root
+        assert cg.read(d / "cpuset.cpus") == "1"
+        assert info.report["partition"].startswith("root"), info.report
+        assert cg.read(d / "cpuset.cpus.partition").startswith("root")
+    assert not d.exists()
+    assert not any(token in p.name for p in root.iterdir())
+    assert cg.read(root / "cgroup.subtree_control") == subtree_before
+    assert not (Path("/run/benchbook") / f"{token}.json").exists()
 
 
 def test_unknown_mode():
