@@ -1,16 +1,31 @@
 """`benchbook reproduce`: rerun registered paper figures and compare with the published numbers.
 
-    benchbook reproduce ID        execute the figure's notebook into a run directory, print the
-                                  verdict table; exit 1 on any mismatch or failure
-    benchbook reproduce --list    every registry entry, its mode and whether it can run here
-    benchbook reproduce --all     every entry that can run here (the others: skipped, with why)
+    benchbook reproduce ID            execute the entry's notebook into a run directory, print the
+                                      verdict table and exit with the entry's outcome
+    benchbook reproduce ID --dry-run  execute it with dry_run=True: the notebook writes dry-run.txt
+                                      (every command each host would run) and measures nothing; the
+                                      file is printed, exit 0
+    benchbook reproduce --show ID     the entry, its published values and its notebook's parameters
+                                      (default, the entry's value, meaning)
+    benchbook reproduce --list        every entry, its paper folder, mode, published values and
+                                      whether it can run here
+    benchbook reproduce --all         every entry that can run here (the others: skipped, with why)
 
-Exit status: 0 every reproduced value matched (or there was nothing to compare), 1 a mismatch or a
-failed run (including a dataset whose SHA256SUMS do not verify), 2 bad usage or a malformed
-registry entry, 3 the entry cannot run on this machine (the reason is printed).
-Options: --figures-dir (or BENCHBOOK_FIGURES) selects another registry directory, --runs-dir
-where run directories go (default data/runs, or BENCHBOOK_RUNS), -p key=value overrides a notebook
-parameter (values are parsed as JSON when they can be).
+Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
+failed > mismatch > partial > reproduced; skipped entries do not count):
+
+    0  reproduced  every published value derived here matched (or there was nothing to compare)
+    1  mismatch    a computed value disagrees with the published one
+    2  usage       bad usage or a malformed registry entry / paper folder
+    3  cannot run  the entry cannot run on this machine (the reason is printed)
+    4  partial     no mismatch, but some published values are not derivable here; the verdict says
+                   whether the figure's principal claim was reproduced
+    5  failed      the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
+
+Options: --papers DIR (repeatable) and BENCHBOOK_PAPERS=dir1:dir2 add paper folders (or folders of
+paper folders) to the built-in ones under notebooks/; --runs-dir where run directories go (default
+data/runs, or BENCHBOOK_RUNS); -p key=value overrides a notebook parameter (values are parsed as
+JSON when they can be).
 """
 
 from __future__ import annotations
@@ -21,10 +36,18 @@ from typing import Any, Optional
 
 import typer
 
-EXIT_OK = 0
-EXIT_MISMATCH_OR_FAILURE = 1
+EXIT_REPRODUCED = 0
+EXIT_MISMATCH = 1
 EXIT_BAD_USAGE = 2
 EXIT_CANNOT_RUN = 3
+EXIT_PARTIAL = 4
+EXIT_FAILED = 5
+EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "mismatch": EXIT_MISMATCH, "skipped": EXIT_CANNOT_RUN,
+              "partial": EXIT_PARTIAL, "failed": EXIT_FAILED}
+_SEVERITY = ("reproduced", "partial", "mismatch", "failed")
+_STYLES = {"reproduced": "green", "partial": "yellow", "mismatch": "bold red", "failed": "bold red",
+           "skipped": "yellow", "dry run": "cyan"}
+DRY_RUN_FILE = "dry-run.txt"
 
 
 def _console():
@@ -49,43 +72,57 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def reproduce_entry(entry, figures_dir: Path, runs_dir: Path | None, overrides: dict[str, Any],
-                    console) -> dict[str, Any]:
-    """Run one entry; return {"id", "outcome", "detail", "run_dir", "verdict"}.
+def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], console,
+                    dry_run: bool = False) -> dict[str, Any]:
+    """Run one entry; return {"id", "mode", "outcome", "detail", "run_dir", "verdict"}.
 
-    outcome: "ok" | "mismatch" | "failed" | "skipped".
+    outcome: "reproduced" | "partial" | "mismatch" | "failed" | "skipped" (| "dry run").
     """
     from benchbook.experiment.runner import run_notebook
     from benchbook.reproduce.capabilities import entry_blockers
-    from benchbook.reproduce.datasets import DatasetError, dataset_path, verify_dataset
+    from benchbook.reproduce.datasets import DatasetError, verify_dataset
     from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
     result: dict[str, Any] = {"id": entry.id, "mode": entry.mode, "run_dir": None, "verdict": None}
     blockers = entry_blockers(entry)
+    if dry_run:  # nothing is measured: only a missing notebook or dataset stops it
+        blockers = [b for b in blockers if b.startswith(("notebook ", "dataset "))]
     if blockers:
         result.update(outcome="skipped", detail="; ".join(blockers))
         return result
+    folder = entry.folder.resolve()
     params: dict[str, Any] = dict(entry.parameters)
-    params.update(figure_id=entry.id, registry_dir=str(Path(figures_dir).resolve()))
+    params.update(figure_id=entry.id, registry_dir=str(folder), paper_dir=str(folder))
     inputs = [entry.source]
-    if entry.dataset:
-        folder = dataset_path(entry.dataset)
+    if entry.dataset_dir is not None:
         try:
-            ds = verify_dataset(folder)
+            ds = verify_dataset(entry.dataset_dir)
         except DatasetError as exc:
             result.update(outcome="failed", detail=f"dataset verification failed: {exc}")
             return result
         console.print(f"[dim]dataset {entry.dataset}: {ds.n_files} files, {ds.n_bytes / 1e6:.1f} MB, "
                       f"SHA256SUMS verified[/]")
-        params["dataset_dir"] = str(folder.resolve())
+        params["dataset_dir"] = str(entry.dataset_dir.resolve())
     params.update(overrides)
-    console.print(f"[bold]{entry.id}[/]: executing {entry.notebook} ...")
+    if dry_run:
+        params["dry_run"] = True
+    console.print(f"[bold]{entry.id}[/]: executing {entry.notebook_path} ...", highlight=False)
     try:
         run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
     except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
         result.update(outcome="failed", detail=f"could not run {entry.notebook}: {type(exc).__name__}: {exc}")
         return result
     result["run_dir"] = str(run.run_dir)
+    if dry_run:
+        plan = run.run_dir / DRY_RUN_FILE
+        if run.status != "complete":
+            result.update(outcome="failed", detail=f"notebook {run.status}: {run.error}")
+        elif not plan.is_file():
+            result.update(outcome="failed", detail=f"the notebook wrote no {DRY_RUN_FILE} into {run.run_dir} "
+                                                   "(does it honour dry_run?)")
+        else:
+            result.update(outcome="dry run", detail=f"commands in {plan}", plan=plan.read_text(encoding="utf-8"))
+        return result
     vpath = run.run_dir / VERDICT_FILE
     verdict = None
     if vpath.is_file():
@@ -94,15 +131,17 @@ def reproduce_entry(entry, figures_dir: Path, runs_dir: Path | None, overrides: 
         except (ValueError, KeyError, TypeError) as exc:
             result.update(outcome="failed", detail=f"{vpath}: unreadable verdict: {exc}")
             return result
+        if not verdict.claim_text and entry.claim:
+            verdict.claim_text, verdict.claim_rows = entry.claim, tuple(entry.claim_rows)
         result["verdict"] = verdict
     if run.status != "complete":
         result.update(outcome="failed", detail=f"notebook {run.status}: {run.error}")
     elif verdict is None:
         result.update(outcome="failed", detail=f"the notebook wrote no {VERDICT_FILE} into {run.run_dir}")
-    elif not verdict.ok:
-        result.update(outcome="mismatch", detail=verdict.summary())
     else:
-        result.update(outcome="ok", detail=verdict.summary())
+        result.update(outcome=verdict.outcome, detail=verdict.summary())
+        if verdict.outcome == "partial" or verdict.claim_text:
+            result["detail"] += f"; principal claim: {verdict.claim_status()}"
     return result
 
 
@@ -113,10 +152,24 @@ def _print_result(res: dict[str, Any], console) -> None:
         for stem, exports in verdict.figures.items():
             shown = ", ".join(f"{fmt}: {path}" for fmt, path in exports.items())
             console.print(f"  figure [bold]{stem}[/]: {shown}")
-    style = {"ok": "green", "mismatch": "bold red", "failed": "bold red", "skipped": "yellow"}[res["outcome"]]
-    console.print(f"[{style}]{res['id']}: {res['outcome']}[/] - {res['detail']}")
+        if verdict.claim_text:
+            status = verdict.claim_status()
+            style = {"reproduced": "green", "mismatch": "bold red"}.get(status, "yellow")
+            console.print(f"principal claim: {verdict.claim_text} [{style}]{status}[/]", highlight=False)
+    if "plan" in res:
+        console.print(res["plan"], highlight=False, markup=False, end="")
+    console.print(f"[{_STYLES[res['outcome']]}]{res['id']}: {res['outcome']}[/] - {res['detail']}", highlight=False)
     if res.get("run_dir"):
-        console.print(f"  outputs: {res['run_dir']}")
+        console.print(f"  outputs: {res['run_dir']}", highlight=False)
+
+
+def _where(path: Path) -> str:
+    from benchbook.paths import REPO_ROOT
+
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path.resolve())
 
 
 def _list_entries(entries, console) -> None:
@@ -124,15 +177,18 @@ def _list_entries(entries, console) -> None:
 
     from benchbook.reproduce.capabilities import entry_blockers
 
-    table = Table(title=f"{len(entries)} registered figures")
+    n_values = sum(len(e.published) for e in entries.values())
+    table = Table(title=f"{len(entries)} registered entries, {n_values} published values")
     table.add_column("id", overflow="fold")
+    table.add_column("paper folder", overflow="fold")
     table.add_column("mode", no_wrap=True)
-    table.add_column("published", justify="right", no_wrap=True)
+    table.add_column("published values", justify="right", no_wrap=True)
     table.add_column("here", no_wrap=True)
     why: list[tuple[str, list[str]]] = []
     for entry in entries.values():
         blockers = entry_blockers(entry)
-        table.add_row(entry.id, entry.mode, str(len(entry.published)),
+        table.add_row(entry.id, _where(entry.folder), entry.mode,
+                      str(len(entry.published)) if entry.published else "0 (figure)",
                       "[green]yes[/]" if not blockers else "[yellow]no[/]")
         if blockers:
             why.append((entry.id, blockers))
@@ -143,6 +199,55 @@ def _list_entries(entries, console) -> None:
         console.print(f"[yellow]{figure_id} cannot run here[/]: " + "; ".join(blockers), highlight=False)
 
 
+def _show_entry(entry, console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from benchbook.reproduce.notebook_params import notebook_parameters
+
+    lines = [
+        f"[bold]{entry.id}[/]: {entry.title}",
+        f"paper folder: {_where(entry.folder)}" + (f" ({entry.paper.title})" if entry.paper else ""),
+        f"entry file:   {_where(entry.source)}",
+        f"citation:     {entry.citation}",
+        f"notebook:     {entry.notebook} -> {_where(entry.notebook_path)}",
+        f"mode:         {entry.mode}" + (f", requires {', '.join(entry.requires)}" if entry.requires else ""),
+    ]
+    if entry.dataset:
+        lines.append(f"dataset:      {entry.dataset} -> {entry.dataset_dir}")
+    if entry.claim:
+        rows = f" (rows: {', '.join(entry.claim_rows)})" if entry.claim_rows else ""
+        lines.append(f"claim:        {entry.claim}{rows}")
+    if entry.paper is not None and entry.paper.unstated:
+        lines.append(f"the paper leaves unstated: {entry.paper.unstated}")
+    if entry.notes:
+        lines.append(f"notes:        {entry.notes}")
+    for line in lines:
+        head, sep, rest = line.partition(":")
+        console.print(head + sep + escape(rest), highlight=False)
+    if entry.published:
+        pt = Table(title=f"{len(entry.published)} published values")
+        for col in ("name", "value", "compared", "declared source"):
+            pt.add_column(col, overflow="fold")
+        for pv in entry.published:
+            src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
+                            if getattr(pv, k) is not None)
+            pt.add_row(escape(pv.name), f"{pv.value:g} {pv.unit}".strip(), pv.tolerance_text(), escape(src or "-"))
+        console.print(pt)
+    params = notebook_parameters(entry.notebook_path) if entry.notebook_path.is_file() else []
+    passed = {"figure_id", "registry_dir", "paper_dir", "dataset_dir", "output_dir", "dry_run"}
+    tab = Table(title=f"notebook parameters ({entry.notebook_path.name}); set one with -p name=value")
+    for col in ("parameter", "notebook default", "this entry", "meaning"):
+        tab.add_column(col, overflow="fold")
+    for p in params:
+        mine = repr(entry.parameters[p.name]) if p.name in entry.parameters else (
+            "set by benchbook reproduce" if p.name in passed else "-")
+        tab.add_row(p.name, escape(p.default), escape(mine), escape(p.meaning))
+    for name in sorted(set(entry.parameters) - {p.name for p in params}):
+        tab.add_row(name, "-", escape(repr(entry.parameters[name])), "(not a parameter of the notebook)")
+    console.print(tab)
+
+
 def register(app: typer.Typer) -> None:
     """Add `benchbook reproduce` to the app."""
 
@@ -151,54 +256,67 @@ def register(app: typer.Typer) -> None:
         figure_id: Optional[str] = typer.Argument(None, help="registry id, e.g. wiedner-itc23-table3"),
         list_: bool = typer.Option(False, "--list", help="list every entry and whether it can run here"),
         all_: bool = typer.Option(False, "--all", help="reproduce every entry that can run here"),
-        figures_dir: Optional[Path] = typer.Option(
-            None, "--figures-dir", envvar="BENCHBOOK_FIGURES", help="registry directory (default: built in)"
-        ),
+        show: bool = typer.Option(False, "--show", help="show the entry ID with its notebook parameters"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="run the notebook with dry_run=True, print dry-run.txt"),
+        papers: list[Path] = typer.Option(
+            [], "--papers", help="add a paper folder (or a folder of paper folders); repeatable; "
+                                 "BENCHBOOK_PAPERS=dir1:dir2 adds more"),
         runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
     ) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
-        from benchbook.reproduce.registry import RegistryError, figures_dir as resolve_dir, load_entry, load_registry
+        from benchbook.reproduce.registry import RegistryError, load_entry, load_registry
 
         console = _console()
-        folder = resolve_dir(figures_dir)
-        if sum(bool(x) for x in (figure_id, list_, all_)) != 1:
-            console.print("give exactly one of: ID, --list, --all")
+        if sum(bool(x) for x in (figure_id and not show, list_, all_, show)) != 1 or (show and not figure_id):
+            console.print("give exactly one of: ID, --show ID, --list, --all")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if dry_run and not figure_id or dry_run and show:
+            console.print("--dry-run needs an entry ID")
             raise typer.Exit(EXIT_BAD_USAGE)
         overrides = _parse_overrides(param)
         try:
             if list_:
-                _list_entries(load_registry(folder), console)
-                raise typer.Exit(EXIT_OK)
+                _list_entries(load_registry(papers), console)
+                raise typer.Exit(EXIT_REPRODUCED)
             if figure_id:
-                entry = load_entry(figure_id, folder)
-                res = reproduce_entry(entry, folder, runs_dir, overrides, console)
+                entry = load_entry(figure_id, papers=papers)
+                if show:
+                    _show_entry(entry, console)
+                    raise typer.Exit(EXIT_REPRODUCED)
+                res = reproduce_entry(entry, runs_dir, overrides, console, dry_run=dry_run)
                 _print_result(res, console)
-                code = {"ok": EXIT_OK, "skipped": EXIT_CANNOT_RUN}.get(res["outcome"], EXIT_MISMATCH_OR_FAILURE)
-                raise typer.Exit(code)
-            entries = load_registry(folder)
+                if res["outcome"] == "dry run":
+                    raise typer.Exit(EXIT_REPRODUCED)
+                raise typer.Exit(EXIT_CODES[res["outcome"]])
+            entries = load_registry(papers)
         except RegistryError as exc:
-            console.print(f"[bold red]registry error[/]: {exc}")
+            console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE)
         results = []
         for entry in entries.values():
-            res = reproduce_entry(entry, folder, runs_dir, overrides, console)
+            res = reproduce_entry(entry, runs_dir, overrides, console)
             if res["outcome"] != "skipped":
                 _print_result(res, console)
             results.append(res)
         _summary(results, console)
-        bad = [r for r in results if r["outcome"] in ("mismatch", "failed")]
-        raise typer.Exit(EXIT_MISMATCH_OR_FAILURE if bad else EXIT_OK)
+        ran = [r["outcome"] for r in results if r["outcome"] != "skipped"]
+        worst = max(ran, key=_SEVERITY.index) if ran else "reproduced"
+        raise typer.Exit(EXIT_CODES[worst])
 
 
 def _summary(results: list[dict[str, Any]], console) -> None:
+    from collections import Counter
+
     from rich.table import Table
 
     table = Table(title="benchbook reproduce --all")
     for col in ("id", "mode", "outcome", "detail", "outputs"):
         table.add_column(col, overflow="fold", no_wrap=col == "id")
-    styles = {"ok": "green", "mismatch": "bold red", "failed": "bold red", "skipped": "yellow"}
     for r in results:
-        table.add_row(r["id"], r["mode"], f"[{styles[r['outcome']]}]{r['outcome']}[/]", r["detail"],
+        table.add_row(r["id"], r["mode"], f"[{_STYLES[r['outcome']]}]{r['outcome']}[/]", r["detail"],
                       r["run_dir"] or "-")
     console.print(table)
+    counts = Counter(r["outcome"] for r in results)
+    order = ("reproduced", "partial", "mismatch", "failed", "skipped")
+    console.print("outcomes: " + ", ".join(f"{counts[o]} {o}" for o in order if counts[o]), highlight=False)

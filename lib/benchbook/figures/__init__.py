@@ -7,6 +7,10 @@
     time_series_plot       per-second rates, throughput, cwnd ...
     line_plot              y against any x (e.g. p99.9 latency against packet rate)
     bar_plot, fairness_bars
+    per_repeat_bars        one bar per repeat for each named cell, with the published value marked
+    rate_panels            latency against offered rate, one panel per group, median of the repeats
+    return_level_plot      extreme-value return level against return period (delta-method band)
+    return_levels_by_repeat  return level fitted on each repeat next to the observed maxima
     save_figure            HTML (offline) + PNG/SVG/PDF via kaleido, "unavailable: <reason>" if not
 """
 
@@ -14,6 +18,9 @@ from benchbook.figures.bars import bar_plot, fairness_bars
 from benchbook.figures.distribution import cdf_plot, ecdf, histogram_plot, value_counts
 from benchbook.figures.export import export_session, find_browser, save_figure, static_export_status
 from benchbook.figures.hdr import hdr_percentile_plot, ladder_series, percentile_ticks, percentile_to_x
+from benchbook.figures.rate import rate_panels
+from benchbook.figures.repeats import per_repeat_bars
+from benchbook.figures.return_level import return_level_plot, return_levels_by_repeat
 from benchbook.figures.scatter import worst_latency_scatter, worst_n_indices
 from benchbook.figures.style import PALETTE, TEMPLATE_NAME, apply_style, unit_label, unit_scale
 from benchbook.figures.timeseries import line_plot, time_series_plot
@@ -32,8 +39,12 @@ __all__ = [
     "histogram_plot",
     "ladder_series",
     "line_plot",
+    "per_repeat_bars",
     "percentile_ticks",
     "percentile_to_x",
+    "rate_panels",
+    "return_level_plot",
+    "return_levels_by_repeat",
     "save_figure",
     "static_export_status",
     "time_series_plot",

@@ -96,11 +96,10 @@ def missing_requirements(names: Iterable[str]) -> list[str]:
 
 def entry_blockers(entry) -> list[str]:
     """Why a registry entry (benchbook.reproduce.registry.FigureEntry) cannot run here; [] if it can."""
-    from benchbook.reproduce.datasets import dataset_path
-
     reasons = missing_requirements(entry.requires)
     if not entry.notebook_path.is_file():
-        reasons.append(f"notebook {entry.notebook} not found")
-    if entry.dataset and not dataset_path(entry.dataset).is_dir():
-        reasons.append(f"dataset {entry.dataset} not found under {dataset_path(entry.dataset).parent}")
+        reasons.append(f"notebook {entry.notebook} not found ({entry.notebook_path})")
+    folder = entry.dataset_dir
+    if folder is not None and not folder.is_dir():
+        reasons.append(f"dataset {entry.dataset} not found under {folder.parent}")
     return reasons

@@ -3,14 +3,26 @@
 A notebook builds a Verdict (usually ``Verdict.for_entry(entry)`` so the published values and
 their tolerances come from the registry), adds one row per published number it checks, and writes
 ``verdict.json`` into its output directory. ``benchbook reproduce`` reads that file back, prints the
-table and exits non-zero when any row is a mismatch.
+table and exits with the entry's outcome.
 
 Statuses:
 - ``match``          computed value within the registry tolerance of the published one
-- ``mismatch``       computed value outside the tolerance (fails the reproduction)
-- ``not derivable``  the published number cannot be computed from what is available (says why)
+- ``mismatch``       the data exist and the computed value lies outside the tolerance
+- ``not derivable``  the published number cannot be computed from what is available here, e.g. its
+                     source run is absent from the dataset (the note says why); never a mismatch
 - ``figure only``    a figure without printed numbers: nothing to compare, the figure is produced
 - ``info``           a computed number shown for context (e.g. benchbook's own extensions)
+
+Outcome of an entry (verdict.json "outcome"):
+- ``reproduced``  no mismatch and every published value derived here
+- ``partial``     no mismatch, but some published values are not derivable here; "claim" says
+                  whether the figure's principal claim (entry fields claim, claim_rows) was reproduced
+- ``mismatch``    at least one computed value disagrees with the published one
+- ``failed``      the notebook did not complete or wrote no verdict (set by ``benchbook reproduce``)
+
+Claim status (verdict.json "claim": {"text", "rows", "status"}): over the claim rows (all rows when
+claim_rows is empty): ``mismatch`` if any is a mismatch, else ``not derivable`` if any is not
+derivable or a claim row is missing, else ``reproduced``.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from typing import Any
 from benchbook.reproduce.registry import FigureEntry, PublishedValue
 
 STATUSES = ("match", "mismatch", "not derivable", "figure only", "info")
+OUTCOMES = ("reproduced", "partial", "mismatch", "failed")
 VERDICT_FILE = "verdict.json"
 SCHEMA = "benchbook.verdict/1"
 
@@ -67,12 +80,15 @@ class Verdict:
     rows: list[VerdictRow] = field(default_factory=list)
     figures: dict[str, dict[str, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    claim_text: str = ""
+    claim_rows: tuple[str, ...] = ()
     entry: FigureEntry | None = field(default=None, repr=False, compare=False)
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
     def for_entry(cls, entry: FigureEntry) -> "Verdict":
-        v = cls(figure_id=entry.id, title=entry.title, citation=entry.citation, entry=entry)
+        v = cls(figure_id=entry.id, title=entry.title, citation=entry.citation, entry=entry,
+                claim_text=entry.claim, claim_rows=tuple(entry.claim_rows))
         if entry.notes:
             v.notes.append(entry.notes)
         return v
@@ -135,6 +151,32 @@ class Verdict:
     def ok(self) -> bool:
         return not any(r.status == "mismatch" for r in self.rows)
 
+    @property
+    def outcome(self) -> str:
+        """reproduced | partial | mismatch (a verdict that exists did not fail)."""
+        c = self.counts()
+        if c["mismatch"]:
+            return "mismatch"
+        return "partial" if c["not derivable"] else "reproduced"
+
+    def claim_status(self) -> str:
+        """reproduced | mismatch | not derivable, over the claim rows (all rows if none named)."""
+        by_name = {r.name: r for r in self.rows}
+        if self.claim_rows:
+            missing = [n for n in self.claim_rows if n not in by_name]
+            rows = [by_name[n] for n in self.claim_rows if n in by_name]
+        else:
+            missing, rows = [], self.rows
+        statuses = {r.status for r in rows}
+        if "mismatch" in statuses:
+            return "mismatch"
+        if missing or "not derivable" in statuses:
+            return "not derivable"
+        return "reproduced"
+
+    def claim(self) -> dict[str, Any]:
+        return {"text": self.claim_text, "rows": list(self.claim_rows), "status": self.claim_status()}
+
     def summary(self) -> str:
         c = self.counts()
         checked = c["match"] + c["mismatch"]
@@ -151,6 +193,8 @@ class Verdict:
             "title": self.title,
             "citation": self.citation,
             "ok": self.ok,
+            "outcome": self.outcome,
+            "claim": self.claim(),
             "counts": self.counts(),
             "summary": self.summary(),
             "rows": [asdict(r) for r in self.rows],
@@ -208,6 +252,9 @@ class Verdict:
         v.rows = [VerdictRow(**r) for r in data.get("rows", [])]
         v.figures = dict(data.get("figures", {}))
         v.notes = list(data.get("notes", []))
+        claim = data.get("claim") or {}
+        v.claim_text = claim.get("text", "")
+        v.claim_rows = tuple(claim.get("rows", ()))
         return v
 
     @classmethod

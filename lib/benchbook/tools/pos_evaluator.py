@@ -15,6 +15,8 @@ files named ``<run>.<suffix>`` (formats as documented in the dataset's SOURCES.m
 - ``trim_ms0.num_worst5000.worst.csv``        ``latency,prets,postts,encode`` (5000 worst packets)
 
 Every reader checks the header and the numbers and reports bad input with the file and line.
+Below the readers: statistics of one run (maximum, minimum, mean, percentiles), the per-rate table,
+HDR series and worst-N series of a dataset's runs (``catalogue``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchbook.errors import BenchbookError
 
 RUN_RE = re.compile(r"^(?P<run>latencies-pre-rate(?P<rate>\d+)-repeat(?P<repeat>\d+)\.pcap\.zst)\.(?P<suffix>.+)$")
 
@@ -53,7 +57,7 @@ _SUFFIX_TO_KIND = {suffix: kind for kind, (suffix, _) in KINDS.items()}
 
 HIST_BUCKET_NS = 100
 
-# Technology folder -> label used in the paper (Table III rows).
+# Technology folder -> label the published evaluator datasets use for it.
 TECHNOLOGY_LABELS = {
     "bare-metal": "Bare-metal",
     "vm": "VM",
@@ -62,7 +66,7 @@ TECHNOLOGY_LABELS = {
 }
 
 
-class EvaluatorFormatError(ValueError):
+class EvaluatorFormatError(BenchbookError, ValueError):
     """An evaluator file is not what its format says; the message names file and line."""
 
 
@@ -285,3 +289,201 @@ def catalogue(dataset_dir: Path | str):
                "folder", "run", *(f"{k}_path" for k in KINDS)]
     df = pd.DataFrame(list(runs.values()), columns=columns)
     return df.sort_values(["technology", "variant", "rate_pps", "repeat"], ignore_index=True)
+
+
+# -- statistics of runs -----------------------------------------------------------------------------
+
+RATE_PERCENTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
+_STAT_RE = re.compile(r"^p(?P<p>\d+(?:\.\d+)?)$")
+
+
+def _field(row: Any, name: str) -> Any:
+    """A catalogue field from an itertuples() row or a pandas Series (where .repeat is a method)."""
+    import pandas as pd
+
+    return row[name] if isinstance(row, pd.Series) else getattr(row, name)
+
+
+def run_label(row: Any) -> str:
+    """'<folder> rate <R> repeat <k>' for a catalogue row."""
+    return f"{_field(row, 'folder')} rate {_field(row, 'rate_pps')} repeat {_field(row, 'repeat')}"
+
+
+def variant_label(row: Any) -> str:
+    opt = "optimized" if _field(row, "optimized") else "non-optimized"
+    return f"{_field(row, 'kernel')} {opt}"
+
+
+def run_max_ns(row: Any) -> int:
+    """Maximum latency of one run: last value of its percentile ladder (exact ns), checked against
+    the 100 ns histogram (whose last non-empty bucket must hold it)."""
+    ladder = read_percentiles(_field(row, "percentiles_path"))
+    if ladder_is_empty(ladder):
+        raise ValueError(f"{_field(row, 'percentiles_path')}: the evaluator matched no packets in this run "
+                         "(empty ladder)")
+    mx = int(ladder["value"].max())
+    hist_path = _field(row, "hist_path")
+    if isinstance(hist_path, str):
+        hist = read_hist(hist_path)
+        nz = hist[hist["count"] > 0]
+        top = int(nz["latency_bucket"].max())
+        if not (top <= mx < top + HIST_BUCKET_NS):
+            raise ValueError(
+                f"{_field(row, 'percentiles_path')}: maximum {mx} ns disagrees with the 100 ns histogram "
+                f"{hist_path} (last bucket {top} ns)"
+            )
+    return mx
+
+
+def parse_statistic(statistic: str) -> tuple[str, float | None]:
+    """'max' | 'min' | 'mean' | 'p<percent>' (p50, p99.9 ...) -> (kind, percent or None)."""
+    if statistic in ("max", "min", "mean"):
+        return statistic, None
+    m = _STAT_RE.match(statistic)
+    if m and 0 <= float(m.group("p")) <= 100:
+        return "percentile", float(m.group("p"))
+    raise ValueError(f"unknown statistic {statistic!r}: expected max, min, mean or p<percent> such as p99.9")
+
+
+def run_statistic_ns(row: Any, statistic: str) -> tuple[float, str]:
+    """One statistic of one run in ns, and where it was read: (value, source).
+
+    max and min are the ends of the percentile ladder (exact ns; max checked against the histogram);
+    a percentile on the ladder is read from it (exact ns); a percentile the ladder does not hold is
+    the discrete percentile of the 100 ns histogram (bucket floor); mean is the mean of the histogram
+    at the bucket midpoints (within 50 ns). Raises ValueError when the run has no matched packets or
+    lacks the file the statistic needs."""
+    import numpy as np
+
+    from benchbook.analysis.percentiles import discrete_rank
+
+    kind, pct = parse_statistic(statistic)
+    label = run_label(row)
+    ladder_path = _field(row, "percentiles_path")
+    hist_path = _field(row, "hist_path")
+    if kind in ("max", "min", "percentile"):
+        if not isinstance(ladder_path, str):
+            if kind != "percentile" or not isinstance(hist_path, str):
+                raise ValueError(f"{label}: no percentile ladder (trim_ms0.percentiles.csv.zst) in the dataset")
+        else:
+            ladder = read_percentiles(ladder_path)
+            if ladder_is_empty(ladder):
+                raise ValueError(f"{label}: the evaluator matched no packets in this run (empty ladder)")
+            if kind == "max":
+                return float(run_max_ns(row)), "percentile ladder (exact ns)"
+            if kind == "min":
+                return float(ladder["value"].min()), "percentile ladder (exact ns)"
+            at = np.flatnonzero(np.isclose(ladder["percentile"].to_numpy(dtype=float), pct / 100.0,
+                                           rtol=0.0, atol=1e-12))
+            if len(at):
+                return float(ladder["value"].iloc[int(at[0])]), "percentile ladder (exact ns)"
+    if not isinstance(hist_path, str):
+        raise ValueError(f"{label}: no 100 ns histogram (hist.csv.zst) in the dataset")
+    hist = read_hist(hist_path).sort_values("latency_bucket")
+    counts = hist["count"].to_numpy(dtype=np.int64)
+    floors = hist["latency_bucket"].to_numpy(dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        raise ValueError(f"{label}: the evaluator matched no packets in this run (empty histogram)")
+    if kind == "mean":
+        mean = float(np.dot(floors.astype(np.float64) + HIST_BUCKET_NS / 2, counts) / total)
+        return mean, f"100 ns histogram, bucket midpoints (within {HIST_BUCKET_NS // 2} ns)"
+    rank = discrete_rank(pct, total)
+    idx = int(np.searchsorted(np.cumsum(counts), rank, side="left"))
+    return float(floors[idx]), f"100 ns histogram, bucket floor (p{pct:g} is not on the ladder)"
+
+
+def ladder_series(path: str):
+    """Percentile ladder as (percent 0..100, value ns), the input of an HDR percentile plot."""
+    import numpy as np
+
+    df = read_percentiles(path)
+    return df["percentile"].to_numpy(dtype=float) * 100.0, df["value"].to_numpy(dtype=np.int64)
+
+
+def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy: str = "worst"):
+    """HDR series (one per kernel/optimisation variant) of one technology at one rate.
+
+    repeat_policy "worst" takes the repeat with the highest maximum; an integer string ("0", "1",
+    "2") takes that repeat. Returns (variant label -> (percent, value ns), run labels)."""
+    import numpy as np
+
+    sub = cat[(cat["technology"] == technology) & (cat["rate_pps"] == rate_pps)]
+    series: dict[str, Any] = {}
+    runs: list[str] = []
+    for _, grp in sub.groupby("variant", sort=True):
+        grp = grp.sort_values("repeat")
+        ladders = [read_percentiles(p) for p in grp["percentiles_path"]]
+        empty = [run_label(r) for r, lad in zip(grp.itertuples(), ladders) if ladder_is_empty(lad)]
+        runs.extend(f"{e} (no matched packets: skipped)" for e in empty)
+        if repeat_policy == "worst":
+            maxima = [-1.0 if ladder_is_empty(lad) else float(lad["value"].max()) for lad in ladders]
+            if max(maxima) < 0:
+                continue
+            pick = grp.iloc[int(np.argmax(maxima))]
+        else:
+            pick = grp[grp["repeat"] == int(repeat_policy)].iloc[0]
+            if run_label(pick) in empty:
+                continue
+        series[variant_label(pick)] = ladder_series(pick.percentiles_path)
+        runs.append(run_label(pick))
+    return series, runs
+
+
+def rate_table(cat):
+    """Latency against packet rate: one row per run with p50, p99, p99.9, p99.99, max (ns) and the
+    achieved post-DuT rate and transfer rate (received/sent)."""
+    import numpy as np
+    import pandas as pd
+
+    from benchbook.analysis.percentiles import ladder_value
+
+    rows = []
+    for r in cat.itertuples():
+        ladder = read_percentiles(r.percentiles_path)
+        rec = {"technology": r.technology, "technology_label": r.technology_label, "variant": r.variant,
+               "kernel": r.kernel, "optimized": r.optimized, "rate_pps": r.rate_pps, "repeat": r.repeat}
+        empty = ladder_is_empty(ladder)
+        rec["no_matched_packets"] = empty
+        percent = ladder["percentile"].to_numpy(dtype=float) * 100.0
+        values = ladder["value"].to_numpy()
+        for key, p in RATE_PERCENTILES.items():
+            rec[f"{key}_ns"] = np.nan if empty else ladder_value(percent, values, p * 100.0)
+        rec["max_ns"] = np.nan if empty else float(ladder["value"].max())
+        if isinstance(r.transferrate_path, str):
+            tr = read_csv(r.transferrate_path, "transferrate", allow_empty_file=True)
+            ok = len(tr) == 1
+            rec["post_pps"] = float(tr["post_pkts_per_second"].iloc[0]) if ok else np.nan
+            rec["transferrate"] = float(tr["transferrate"].iloc[0]) if ok else np.nan
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def worst_series(cat) -> dict[str, Any]:
+    """The dataset's worst-N files as worst-latency scatter series: run label -> (t_s, latency_ns),
+    t = pre-DuT timestamp in seconds (the evaluator's capture-relative ns clock)."""
+    import numpy as np
+
+    out = {}
+    for r in cat[cat["worst_path"].notna()].itertuples():
+        w = read_worst(r.worst_path)
+        out[run_label(r)] = (w["prets"].to_numpy(dtype=np.float64) / 1e9, w["latency"].to_numpy(dtype=np.int64))
+    return out
+
+
+def hist_tail_sample(hist_df, tail_quantile: float, bucket_ns: int = HIST_BUCKET_NS):
+    """Tail of a bucketed histogram as a sample: (bucket midpoints >= threshold, expanded by count,
+    threshold u [ns], n_total). u is the upper edge of the bucket holding the tail_quantile."""
+    import numpy as np
+
+    values = hist_df["latency_bucket"].to_numpy(dtype=np.int64)
+    counts = hist_df["count"].to_numpy(dtype=np.int64)
+    order = np.argsort(values)
+    values, counts = values[order], counts[order]
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    idx = int(np.searchsorted(cum, tail_quantile * n, side="left"))
+    u = float(values[idx] + bucket_ns)
+    tail = values >= u
+    sample = np.repeat(values[tail].astype(np.float64) + bucket_ns / 2, counts[tail])
+    return sample, u, n
