@@ -17,7 +17,6 @@ import pytest
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
 from benchbook.provenance.envcheck import check_environment, check_files, read_manifest
 from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, parse
-
 from conftest import require_program
 
 SCHEME_FILES = [REPO_ROOT / "channels.scm", *sorted(MANIFESTS_DIR.glob("*.scm"))]
@@ -231,8 +230,13 @@ def test_capability_probes_agree_with_the_kernel():
     elif os.path.exists("/sys/module/kvm_pvm"):
         assert not kvm.ok and "kvm_pvm" in kvm.detail  # this VM: /dev/kvm cannot run a stock kernel
     perf = caps.probe_perf_counters()
-    if shutil.which("perf"):
-        assert perf.status in ("present", "missing")
+    if shutil.which("perf"):  # independent check: does perf count instructions of `true` here?
+        r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "--", "true"], capture_output=True, text=True)
+        line = next((ln for ln in r.stderr.splitlines() if ",instructions" in ln), "")
+        counted = bool(line) and line.split(",")[0].strip().isdigit()
+        assert perf.status == ("present" if counted else "missing"), (perf, r.stderr[-500:])
+    else:
+        assert perf.status == "missing" and "perf" in perf.detail, perf
     cc = caps.probe_congestion_control("reno")
     assert cc.status == "present"
     assert caps.probe_congestion_control("no-such-cc").status == "missing"
