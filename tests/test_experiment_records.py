@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,10 +49,19 @@ def test_complete_run_record(complete_run):
     env = rec["environment"]
     assert env["lock_sha256"] == sha256_file(LOCK_FILE)
     assert env["guix_channel_commit"] and len(env["guix_channel_commit"]) == 40
-    assert "git_commit" in env and "git_dirty" in env
-    # host fingerprint with the probes issue 4 lists
+    assert isinstance(env["git_dirty"], bool)
+    known = subprocess.run(["git", "cat-file", "-t", str(env["git_commit"])], cwd=NOTEBOOK.parent,
+                           capture_output=True, text=True)
+    assert known.stdout.strip() == "commit", f"git_commit {env['git_commit']!r} is not a commit of this repository"
+    # host fingerprint with the probes issue 4 lists, holding this host's values
+    host = rec["host"]
     for key in ("kernel", "cpu", "memory", "cgroups", "nics", "tcp", "tools", "capabilities"):
-        assert key in rec["host"], key
+        assert key in host, key
+    assert host["kernel"]["release"] == os.uname().release
+    assert host["cpu"]["count"] == os.cpu_count()
+    assert host["cgroups"]["mode"] in ("v1", "v2", "hybrid", "none") and "lo" in host["nics"]
+    assert set(host["tcp"]["available_congestion_control"]) == set(
+        Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
     # inputs: the notebook and the file a parameter names, with SHA-256
     roles = {i["role"]: i for i in rec["inputs"]}
     assert roles["notebook"]["sha256"] == sha256_file(NOTEBOOK)
@@ -59,10 +69,13 @@ def test_complete_run_record(complete_run):
     # a directory is one entry: the SHA-256 of coreutils' sha256sum listing of its files, sorted by path
     tree = roles["parameter:dataset_dir"]
     assert tree["kind"] == "directory" and tree["files"] == 2 and tree["bytes"] == 8
-    if shutil.which("sha256sum"):
-        listing = subprocess.run(["sha256sum", "a.csv", "sub/b.csv"], cwd=source.parent / "dataset",
-                                 capture_output=True, check=True).stdout
-        assert tree["sha256"] == hashlib.sha256(listing).hexdigest()
+    # the listing in sha256sum's text format ("<hex>  <path>\n"), built here without coreutils
+    listing = "".join(f"{hashlib.sha256(text.encode()).hexdigest()}  {name}\n"
+                      for name, text in (("a.csv", "1,2\n"), ("sub/b.csv", "3,4\n"))).encode()
+    assert tree["sha256"] == hashlib.sha256(listing).hexdigest()
+    if shutil.which("sha256sum"):  # and coreutils prints the same listing
+        assert subprocess.run(["sha256sum", "a.csv", "sub/b.csv"], cwd=source.parent / "dataset",
+                              capture_output=True, check=True).stdout == listing
     # outputs: every file the run wrote, hashes true
     out_paths = {o["path"] for o in rec["outputs"]}
     assert {"raw/samples.txt", "analysis/result.txt", "metrics.json", "sweep_point.ipynb",
