@@ -7,18 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchbook.reproduce import scheerer, wiedner
+from benchbook.reproduce import evaluator_tails
+from benchbook.reproduce.registry import load_entry
 from benchbook.tools import pos_evaluator as pe
 
 
 @pytest.fixture(scope="module")
 def cat():
-    return wiedner.load_catalogue(verify=False)
+    return pe.catalogue(load_entry("wiedner-itc23-table3").dataset_dir)
 
 
 def test_hist_tail_sample_plain():
     hist = pd.DataFrame({"latency_bucket": [300, 100, 200, 400, 500], "count": [5, 90, 3, 1, 1]})
-    sample, u, n = scheerer.hist_tail_sample(hist, 0.95)
+    sample, u, n = pe.hist_tail_sample(hist, 0.95)
     # sorted cumulative counts: 90 (100), 93 (200), 98 (300), 99 (400), 100 (500): the 95 % quantile
     # lies in bucket 300, the threshold is its upper edge, the tail is the buckets above (midpoints)
     assert n == 100
@@ -27,8 +28,9 @@ def test_hist_tail_sample_plain():
 
 
 def test_return_levels_for_one_cell(cat):
-    cell = next(c for c in wiedner.TABLE3_CELLS if c.folder == "vm/rt-optimized")
-    tab = scheerer.wiedner_tail_table(cat, [cell], 1_000_000, tail_quantile=0.999999)
+    cell = next((pv.name, pv.folder) for pv in load_entry("wiedner-itc23-table3").published
+                if pv.folder == "vm/rt-optimized")
+    tab = evaluator_tails.run_return_levels(cat, [cell], 1_000_000, tail_quantile=0.999999)
     assert list(tab.fit_repeat) == [0, 1, 2]
     assert (tab.n_exceed.between(150, 180)).all()  # ~1e-6 of 1.7e8 packets
     maxima = {0: 124.12, 1: 112.91, 2: 130.738}
@@ -46,7 +48,7 @@ def test_return_levels_for_one_cell(cat):
 
 
 def test_worst_clusters(cat):
-    cl = scheerer.worst_clusters(cat)
+    cl = evaluator_tails.worst_clusters(cat)
     assert len(cl) == 2
     kv = cl[cl.run.str.startswith("kernel/vanilla-non-optimized")].iloc[0]
     # the 9.97 ms maximum is one burst of hundreds of delayed packets: strongly dependent extremes

@@ -1,4 +1,4 @@
-"""notebooks/latency-from-captures.ipynb through papermill on a small generated pair."""
+"""notebooks/reusable/latency-from-captures.ipynb through papermill on a small generated pair."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from benchbook.paths import NOTEBOOKS_DIR
 
 def test_demo_notebook_matches_generator_truth(tmp_path):
     run = run_notebook(
-        NOTEBOOKS_DIR / "latency-from-captures.ipynb",
+        NOTEBOOKS_DIR / "reusable" / "latency-from-captures.ipynb",
         {"n_packets": 20_000, "rate_pps": 10_000, "key_mode": "content", "figure_id": "benchbook-latency-demo"},
         experiment="latency-demo-test", runs_dir=tmp_path,
     )

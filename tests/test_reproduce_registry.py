@@ -1,4 +1,5 @@
-"""The figure registry: the shipped entries load; malformed entries are errors naming the file."""
+"""The figure registry: the shipped paper folders load; user paper folders add to them; malformed
+entries and paper folders are errors naming the file."""
 
 from __future__ import annotations
 
@@ -8,12 +9,20 @@ from pathlib import Path
 import pytest
 
 from benchbook.reproduce.capabilities import PROGRAM_PACKAGES, check_requirement, entry_blockers, missing_requirements
-from benchbook.reproduce.registry import MODES, RegistryError, load_entry, load_entry_file, load_registry
+from benchbook.paths import NOTEBOOKS_DIR, PUBLISHED_DIR
+from benchbook.reproduce.registry import (
+    MODES,
+    RegistryError,
+    load_entry,
+    load_entry_file,
+    load_registry,
+    paper_dirs,
+)
 
 GOOD = '''id = "demo"
 title = "t"
 citation = "c"
-notebook = "notebooks/scheerer-iitm23-evt.ipynb"
+notebook = "x.ipynb"
 mode = "published-data"
 [[published]]
 name = "x"
@@ -57,7 +66,10 @@ def test_good_entry_and_tolerances(tmp_path):
     (lambda s: s.replace('title = "t"\n', ""), "missing required field 'title'"),
     (lambda s: s.replace('id = "demo"', 'id = "other"'), "must equal the file name"),
     (lambda s: s.replace('"published-data"', '"somewhere"'), "mode 'somewhere' is not one of"),
-    (lambda s: s.replace("tolerance_abs = 0.1\n", ""), "needs tolerance_abs or tolerance_rel"),
+    (lambda s: s.replace("tolerance_abs = 0.1\n", ""), "needs tolerance_abs, tolerance_rel or decimals"),
+    (lambda s: s.replace("tolerance_abs = 0.1", "decimals = 2\nrounding = 'ceiling'"), "rounding 'ceiling' is not one of"),
+    (lambda s: s.replace("tolerance_abs = 0.1", "tolerance_abs = 0.1\nrounding = 'truncate'"), "rounding needs decimals"),
+    (lambda s: s.replace('unit = "us"', 'unit = "us"\nrepeat = 1.5'), "field 'repeat' must be str or int"),
     (lambda s: s.replace("value = 1.5", 'value = "1.5"'), "field 'value' must be int or float"),
     (lambda s: s + "[[published]]\nname='x'\nvalue=1\nunit=''\ntolerance_abs=0\n", "duplicate published name"),
     (lambda s: s.replace('unit = "us"', 'unit = "us"\nsource = "p. 3"'), "\\[\\[published\\]\\] #1: unknown field 'source'"),
@@ -71,15 +83,89 @@ def test_malformed_entries_name_the_file(tmp_path, edit, message):
     assert str(path) in str(err.value)
 
 
+PAPER = """id = "my-paper"
+title = "My paper"
+citation = "A. Author, My paper, 2024"
+unstated = "which repeat"
+[datasets]
+local = "data"
+shared = "containerized-low-latency"
+"""
+
+
+def make_paper(root, entries=(("demo", GOOD.replace('citation = "c"\n', "")),)):
+    folder = root / "my-paper"
+    (folder / "data").mkdir(parents=True)
+    (folder / "paper.toml").write_text(PAPER)
+    for name, text in entries:
+        (folder / f"{name}.toml").write_text(text)
+    return folder
+
+
 def test_unknown_id_lists_known(tmp_path):
     write(tmp_path, GOOD)
     with pytest.raises(RegistryError, match="no registry entry 'nope' \\(known: demo\\)"):
         load_entry("nope", tmp_path)
-    os.environ["BENCHBOOK_FIGURES"] = str(tmp_path)
-    try:
-        assert set(load_registry()) == {"demo"}
-    finally:
-        del os.environ["BENCHBOOK_FIGURES"]
+
+
+def test_user_paper_folders_add_to_the_builtin_ones(tmp_path, monkeypatch):
+    folder = make_paper(tmp_path)
+    builtin = load_registry()
+    monkeypatch.setenv("BENCHBOOK_PAPERS", str(tmp_path))  # a folder of paper folders
+    reg = load_registry()
+    assert set(reg) == set(builtin) | {"demo"}
+    demo = reg["demo"]
+    assert demo.citation == "A. Author, My paper, 2024" and demo.paper.unstated == "which repeat"
+    assert demo.folder == folder.resolve() and demo.notebook_path == folder.resolve() / "x.ipynb"
+    assert load_entry("demo").source == demo.source
+    assert load_entry("demo", folder).id == "demo"  # as a notebook loads it: registry_dir = the paper folder
+    monkeypatch.delenv("BENCHBOOK_PAPERS")
+    assert set(load_registry(papers=[folder])) == set(reg)  # --papers DIR: the paper folder itself
+    assert "demo" not in load_registry()
+    assert folder.resolve() in paper_dirs([folder]) and (NOTEBOOKS_DIR / "wiedner-itc23").resolve() in paper_dirs()
+
+
+def test_datasets_notebooks_and_citation_resolve(tmp_path):
+    text = GOOD.replace('citation = "c"\n', "").replace('notebook = "x.ipynb"', 'notebook = "benchbook:evaluator-table.ipynb"')
+    folder = make_paper(tmp_path, [("b", 'dataset = "local"\n' + text.replace('id = "demo"', 'id = "b"')),
+                                   ("c", 'dataset = "shared"\n' + text.replace('id = "demo"', 'id = "c"')),
+                                   ("d", 'dataset = "elsewhere"\n' + text.replace('id = "demo"', 'id = "d"'))])
+    reg = load_registry(papers=[folder])
+    assert reg["b"].notebook_path == NOTEBOOKS_DIR / "reusable" / "evaluator-table.ipynb"
+    assert reg["b"].notebook_path.is_file()
+    assert reg["b"].dataset_dir == (folder / "data").resolve()  # a path relative to the paper folder
+    assert reg["c"].dataset_dir == PUBLISHED_DIR / "containerized-low-latency"  # a built-in dataset
+    assert reg["d"].dataset_dir == PUBLISHED_DIR / "elsewhere"  # not in [datasets]: a built-in name
+
+
+def test_duplicate_id_names_both_files(tmp_path):
+    t3 = (NOTEBOOKS_DIR / "wiedner-itc23" / "wiedner-itc23-table3.toml").read_text()
+    folder = make_paper(tmp_path, [("wiedner-itc23-table3", t3)])
+    with pytest.raises(RegistryError, match="duplicate entry id 'wiedner-itc23-table3'") as err:
+        load_registry(papers=[folder])
+    assert str(NOTEBOOKS_DIR / "wiedner-itc23" / "wiedner-itc23-table3.toml") in str(err.value)
+    assert str(folder.resolve() / "wiedner-itc23-table3.toml") in str(err.value)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda s: s.replace('id = "my-paper"', 'id = "other"'), "must equal the folder name 'my-paper'"),
+    (lambda s: s.replace('citation = "A. Author, My paper, 2024"\n', ""), "missing required field 'citation'"),
+    (lambda s: "year = 2024\n" + s, "unknown field 'year'"),
+    (lambda s: s + "broken = 3\n", "\\[datasets\\] 'broken' must be a folder name"),
+])
+def test_malformed_paper_toml_names_the_file(tmp_path, edit, message):
+    folder = make_paper(tmp_path)
+    (folder / "paper.toml").write_text(edit(PAPER))
+    with pytest.raises(RegistryError, match=message) as err:
+        load_registry(papers=[folder])
+    assert str(folder / "paper.toml") in str(err.value)
+
+
+def test_papers_dir_that_is_no_paper_folder(tmp_path):
+    with pytest.raises(RegistryError, match="neither a paper folder"):
+        load_registry(papers=[tmp_path])
+    with pytest.raises(RegistryError, match="paper folder not found"):
+        load_registry(papers=[tmp_path / "missing"])
 
 
 def test_capabilities():
@@ -102,8 +188,8 @@ def test_capabilities():
 
 def test_entry_blockers(tmp_path):
     text = GOOD.replace('mode = "published-data"', 'mode = "local-measurement"\nrequires = ["no-such-program-xyz"]')
-    text = text.replace("scheerer-iitm23-evt", "missing-notebook")
+    text = text.replace("x.ipynb", "missing-notebook.ipynb")
     e = load_entry_file(write(tmp_path, text))
     reasons = entry_blockers(e)
     assert any("no-such-program-xyz" in r for r in reasons)
-    assert any("notebook notebooks/missing-notebook.ipynb not found" in r for r in reasons)
+    assert any(r.startswith("notebook missing-notebook.ipynb not found") for r in reasons)
