@@ -30,3 +30,23 @@ def require_program(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} not installed (make deps installs it as root)")
     return path
+
+
+def require_rootfs(recipe) -> None:
+    """Skip unless the cached root file system of ``recipe`` (benchbook.testbed.rootfs.RootfsRecipe) exists or
+    can be built here: building needs root, debootstrap and network to the recipe's Debian mirror. Anything
+    else that goes wrong while building is a failure of the test, not a skip."""
+    import urllib.request
+
+    from benchbook.testbed.rootfs import is_built
+
+    if is_built(recipe):
+        return
+    require_root()
+    require_program("debootstrap")
+    url = f"{recipe.mirror.rstrip('/')}/dists/{recipe.suite}/Release"
+    try:
+        with urllib.request.urlopen(url, timeout=15) as r:
+            r.read(1)
+    except OSError as exc:
+        pytest.skip(f"root file system '{recipe.name}' not built and no network to the Debian mirror ({url}: {exc})")

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_program, require_root
+from conftest import require_program, require_root, require_rootfs
 from benchbook.testbed.kvm_guest import EXPECTED_FSTYPE, RECIPE_SCRIPTS, GuestVM, kvm_capability, parse_recipe, parse_serial
+
+# the first test that needs the cached root file system builds it with debootstrap (minutes on a slow mirror)
+pytestmark = pytest.mark.timeout(2400)
 
 
 def test_parse_serial_markers_and_job_output():
@@ -49,12 +52,9 @@ def guest_ready():
     for prog in ("qemu-system-x86_64", "qemu-img", "mkfs.ext4", "debootstrap"):
         require_program(prog)
     from benchbook.testbed.kvm_guest import GUEST_ROOTFS, guest_image
-    from benchbook.testbed.rootfs import RootfsError
 
-    try:
-        guest_image(GUEST_ROOTFS)
-    except RootfsError as exc:
-        pytest.skip(f"the guest root file system cannot be built here: {str(exc).splitlines()[0]}")
+    require_rootfs(GUEST_ROOTFS)
+    guest_image(GUEST_ROOTFS)  # one-time (minutes), then cached; a failed build fails the tests
 
 
 def _qemu_pids() -> set[int]:

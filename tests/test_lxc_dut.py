@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_program, require_root
+from conftest import require_program, require_root, require_rootfs
 from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
 from benchbook.testbed.cleanup import sweep_containers
 from benchbook.tools.lxc import ContainerConfig, PhysNic, parse_lxc_info
+
+# the first test that needs the cached root file system builds it with debootstrap (minutes on a slow mirror)
+pytestmark = pytest.mark.timeout(2400)
 
 N_FRAMES = 300
 TAG = b"BBF2"
@@ -77,13 +80,11 @@ def lxc_ready():
     require_root()
     for prog in ("lxc-start", "dpdk-testpmd", "tcpdump", "ip", "debootstrap"):
         require_program(prog)
-    from benchbook.testbed.rootfs import RootfsError, ensure_rootfs
+    from benchbook.testbed.rootfs import ensure_rootfs
     from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
 
-    try:
-        ensure_rootfs(TESTPMD_ROOTFS)  # one-time (minutes), then cached
-    except RootfsError as exc:
-        pytest.skip(f"the container root file system cannot be built here: {str(exc).splitlines()[0]}")
+    require_rootfs(TESTPMD_ROOTFS)
+    ensure_rootfs(TESTPMD_ROOTFS)  # one-time (minutes), then cached; a failed build fails the tests
     return True
 
 
@@ -130,6 +131,16 @@ def _ids_in_capture(path: Path) -> list[int]:
     return ids
 
 
+def _ids_so_far(path: Path) -> list[int]:
+    """Packet ids in a capture tcpdump is still writing ([] while its last record is incomplete)."""
+    from benchbook.capture import CaptureFormatError
+
+    try:
+        return _ids_in_capture(path)
+    except (CaptureFormatError, FileNotFoundError):
+        return []
+
+
 def _forward_through(tb, dut_kind: str = "testpmd-lxc", tmp: Path | None = None, **kw):
     """Start the DuT, send N_FRAMES from the LoadGen, capture behind the DuT; return (dut, ids)."""
     from benchbook.testbed.dut import open_dut
@@ -141,12 +152,11 @@ def _forward_through(tb, dut_kind: str = "testpmd-lxc", tmp: Path | None = None,
         assert desc["cpus_allowed"] == "1", desc
         cap = tb.host("ts").start(["tcpdump", "-i", tb.ifname("ts0"), "-w", str(pcap), "-U", "--immediate-mode", "-n",
                                    "-s", "128"], what="tcpdump")
-        deadline = time.monotonic() + 10
-        while (not pcap.exists() or pcap.stat().st_size < 24) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
+        assert cap.wait_for("listening on", "stderr", 10), "tcpdump did not start listening"
         tb.run("lg", [sys.executable, "-c", _SENDER, tb.ifname("lg0"), str(N_FRAMES)])
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10  # -U: tcpdump writes each frame as it arrives
+        while len(_ids_so_far(pcap)) < N_FRAMES and time.monotonic() < deadline:
+            time.sleep(0.02)
         cap.interrupt_and_wait(timeout_s=10)
     return dut, desc, _ids_in_capture(pcap)
 
