@@ -1,6 +1,7 @@
 # benchbook: every target bootstraps what it needs by itself.
 #   make reproduce   reproduce every registered figure that can run on this machine
-#   make test        run the test suite
+#   make test        lint (ruff, import-linter contracts), then run the test suite
+#   make lint        ruff and the import-linter contracts (pyproject.toml) alone
 #   make bench       side-by-side speed comparisons (results in BENCHMARKS.md)
 #   make lab         JupyterLab on notebooks/
 SHELL := /bin/bash
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv deps java-oracle native test reproduce bench lab lock clean
+.PHONY: all venv deps java-oracle native lint test reproduce bench lab lock clean
 
 all: venv
 
@@ -50,7 +51,12 @@ $(NATIVE): native/loadgen/bb-loadgen.c
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-test: venv deps java-oracle native
+# ruff (pyproject [tool.ruff]) and the architecture's import contracts (pyproject [tool.importlinter]).
+lint: venv
+	$(BIN)/ruff check lib tests benchmarks
+	$(BIN)/lint-imports
+
+test: lint venv deps java-oracle native
 	$(BIN)/python -m pytest -q tests
 
 reproduce: venv deps native

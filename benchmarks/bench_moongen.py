@@ -18,14 +18,13 @@ from benchbook.tools.moongen_histogram import read_moongen_histogram
 from timing import best_of
 
 
-
 def _write(path: Path, n_lines: int) -> int:
     rng = np.random.default_rng(7)
     ticks = np.unique(rng.integers(300, 60_000_000, int(n_lines * 1.05)))[:n_lines]
     counts = rng.integers(1, 1000, ticks.size)
     tenths = ticks * 64
     text = "".join(f"{t // 10}" + (f".{t % 10}" if t % 10 else "") + f",{c}\n"
-                   for t, c in zip(tenths.tolist(), counts.tolist()))
+                   for t, c in zip(tenths.tolist(), counts.tolist(), strict=True))
     path.write_text(text)
     return ticks.size
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 def lua_calc(values: list[float], counts: list[int]) -> tuple[int, float, float, list[float]]:
     """(numSamples, avg, stdDev, quarts) exactly as histogram:calc() computes them."""
-    histo = sorted(zip(values, counts))
+    histo = sorted(zip(values, counts, strict=True))
     num = 0
     s = 0.0
     for k, v in histo:
@@ -60,7 +60,7 @@ def lua_print(values: list[float], counts: list[int], prefix: str | None = None)
 
 
 def lua_percentile(values: list[float], counts: list[int], percentile: float) -> float | None:
-    histo = sorted(zip(values, counts))
+    histo = sorted(zip(values, counts, strict=True))
     num = sum(counts)
     idx = 0
     for k, v in histo:

@@ -128,7 +128,7 @@ class FileLock:
         record = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "command": " ".join(sys.argv)[:500],
             "description": self.description,
         }

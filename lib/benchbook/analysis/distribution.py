@@ -76,7 +76,7 @@ class ExactDistribution:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_samples(cls, samples: np.ndarray | Sequence[float]) -> "ExactDistribution":
+    def from_samples(cls, samples: np.ndarray | Sequence[float]) -> ExactDistribution:
         s = np.asarray(samples)
         if s.ndim != 1:
             s = s.reshape(-1)
@@ -86,13 +86,13 @@ class ExactDistribution:
         return cls(v, c)
 
     @classmethod
-    def from_hdr(cls, h: HdrHistogram, which: str = "highest") -> "ExactDistribution":
+    def from_hdr(cls, h: HdrHistogram, which: str = "highest") -> ExactDistribution:
         """The histogram's buckets as a distribution (values = bucket highest-equivalent values
         by default). Not exact data: only as exact as the histogram."""
         v, c = h.recorded(which)  # type: ignore[arg-type]
         return cls(v, c)
 
-    def merge(self, other: "ExactDistribution") -> "ExactDistribution":
+    def merge(self, other: ExactDistribution) -> ExactDistribution:
         """A new distribution holding both (values of int and float kind combine as float)."""
         if self.count == 0:
             return ExactDistribution(other.values.copy(), other.counts.copy())
@@ -104,7 +104,7 @@ class ExactDistribution:
             v = np.concatenate([self.values, other.values])
         return ExactDistribution(v, np.concatenate([self.counts, other.counts]))
 
-    def __add__(self, other: "ExactDistribution") -> "ExactDistribution":
+    def __add__(self, other: ExactDistribution) -> ExactDistribution:
         return self.merge(other)
 
     def recorded(self) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +135,7 @@ class ExactDistribution:
             vmax = int(np.abs(self.values).max()) if self.values.size else 0
             if vmax == 0 or vmax * self.count < (1 << 63):
                 return int(np.dot(self.values, self.counts))
-            return sum(int(v) * int(c) for v, c in zip(self.values.tolist(), self.counts.tolist()))
+            return sum(int(v) * int(c) for v, c in zip(self.values.tolist(), self.counts.tolist(), strict=True))
         return math.fsum((self.values * self.counts.astype(np.float64)).tolist())
 
     @property
@@ -178,7 +178,7 @@ class ExactDistribution:
             out[p] = self._scalar(self.values[idx])
         return out
 
-    def percentile_ladder(self, ticks_per_half: int = 5) -> "pd.DataFrame":
+    def percentile_ladder(self, ticks_per_half: int = 5) -> pd.DataFrame:
         """HdrHistogram's percentile iteration over the exact values (same columns as
         HdrHistogram.percentile_ladder: percentile, value, count, inv_one_minus_p)."""
         rows = percentile_iteration(self._cum, self.count, ticks_per_half)

@@ -20,8 +20,8 @@ printed parameters.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -113,7 +113,7 @@ class PotModel:
     def return_level(self, m: float) -> float:
         return return_level(self.threshold, self.sigma, self.xi, self.zeta, m)
 
-    def return_level_delta(self, m: float, alpha: float = 0.05) -> "ReturnLevel":
+    def return_level_delta(self, m: float, alpha: float = 0.05) -> ReturnLevel:
         return return_level_delta_ci(self, m, alpha)
 
 

@@ -190,15 +190,15 @@ class HdrHistogram:
     def significant_figures(self) -> int:
         return self.layout.significant_figures
 
-    def same_layout(self, other: "HdrHistogram") -> bool:
+    def same_layout(self, other: HdrHistogram) -> bool:
         return self.layout == other.layout
 
-    def empty_like(self) -> "HdrHistogram":
+    def empty_like(self) -> HdrHistogram:
         h = HdrHistogram(self.lowest_discernible_value, self.highest_trackable_value, self.significant_figures)
         h.conversion_ratio = self.conversion_ratio
         return h
 
-    def copy(self) -> "HdrHistogram":
+    def copy(self) -> HdrHistogram:
         h = self.empty_like()
         h.counts = self.counts.copy()
         h._total, h._min, h._max, h._sum, h._m2, h._exact = (
@@ -268,7 +268,7 @@ class HdrHistogram:
         if vmax == 0 or vmax * n < (1 << 63):
             total_sum = int(np.dot(arr, c))
         else:
-            total_sum = sum(int(v) * int(k) for v, k in zip(arr.tolist(), c.tolist()))
+            total_sum = sum(int(v) * int(k) for v, k in zip(arr.tolist(), c.tolist(), strict=True))
         mean = total_sum / n
         d = arr.astype(np.float64) - mean
         m2 = float(np.dot(d * d, c.astype(np.float64)))
@@ -400,11 +400,10 @@ class HdrHistogram:
                 "median": self.layout.median_values}[which](idx)
         return vals.astype(np.int64), c.astype(np.int64)
 
-    def percentile_ladder(self, ticks_per_half: int = 5) -> "pd.DataFrame":
+    def percentile_ladder(self, ticks_per_half: int = 5) -> pd.DataFrame:
         """HdrHistogram's percentile iteration (as HistogramLogProcessor prints it):
         columns percentile (0..100, the level iterated to), value (highest equivalent value),
         count (total count up to this value), inv_one_minus_p (1/(1-percentile/100); inf at 100)."""
-        import pandas as pd
 
         idx, c = self._nonzero()
         rows = percentile_iteration(np.cumsum(c), self._total, ticks_per_half)
@@ -432,7 +431,7 @@ class HdrHistogram:
         )
 
     # ---- merging --------------------------------------------------------------------------------
-    def merge(self, other: "HdrHistogram") -> "HdrHistogram":
+    def merge(self, other: HdrHistogram) -> HdrHistogram:
         """Add `other`'s counts (and its exact statistics, when both have them). Returns self."""
         if other._total == 0:
             return self
@@ -457,7 +456,7 @@ class HdrHistogram:
             self._min, self._max = self.hdr_min(), self.hdr_max()
         return self
 
-    def __iadd__(self, other: "HdrHistogram") -> "HdrHistogram":
+    def __iadd__(self, other: HdrHistogram) -> HdrHistogram:
         return self.merge(other)
 
     # ---- encoding ---------------------------------------------------------------------------------
@@ -470,7 +469,7 @@ class HdrHistogram:
         return hdr_codec.encode_base64(self.layout, self.counts, self.conversion_ratio)
 
     @classmethod
-    def from_decoded(cls, d: hdr_codec.DecodedHistogram) -> "HdrHistogram":
+    def from_decoded(cls, d: hdr_codec.DecodedHistogram) -> HdrHistogram:
         h = cls(d.lowest_discernible_value, d.highest_trackable_value, d.significant_figures, _counts=d.counts)
         h.conversion_ratio = d.conversion_ratio
         h._set_from_counts((d.first_index, d.last_index, d.total_count))
@@ -489,13 +488,13 @@ class HdrHistogram:
             self._min = self._max = None
 
     @classmethod
-    def decode(cls, b64: bytes | str) -> "HdrHistogram":
+    def decode(cls, b64: bytes | str) -> HdrHistogram:
         """Decode a base64 compressed histogram (V0, V1 or V2) as any HdrHistogram tool writes it.
         Raises hdr_codec.HdrFormatError (a ValueError) saying what is wrong."""
         return cls.from_decoded(hdr_codec.decode_base64(b64))
 
     @classmethod
-    def from_counts(cls, values: np.ndarray, counts: np.ndarray, **layout) -> "HdrHistogram":
+    def from_counts(cls, values: np.ndarray, counts: np.ndarray, **layout) -> HdrHistogram:
         h = cls(**layout)
         h.record(values, counts)
         return h
@@ -537,7 +536,7 @@ def percentile_iteration(cum: np.ndarray, total: int, ticks_per_half: int = 5) -
     return rows
 
 
-def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndarray) -> "pd.DataFrame":
+def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndarray) -> pd.DataFrame:
     import pandas as pd
 
     if not rows:
@@ -552,7 +551,7 @@ def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndar
 
 
 def format_percentile_distribution(
-    ladder: "pd.DataFrame",
+    ladder: pd.DataFrame,
     *,
     significant_figures: int,
     mean: float,
@@ -570,8 +569,9 @@ def format_percentile_distribution(
     if csv:
         lines.append('"Value","Percentile","TotalCount","1/(1-Percentile)"\n')
     else:
-        lines.append("%12s %14s %10s %14s\n\n" % ("Value", "Percentile", "TotalCount", "1/(1-Percentile)"))
-    for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(), ladder["count"].tolist()):
+        lines.append(f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}\n\n")
+    for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(), ladder["count"].tolist(),
+                                   strict=True):
         v = value / value_scale
         if level != 100.0:
             inv = 1.0 / (1.0 - level / 100.0)
@@ -581,10 +581,11 @@ def format_percentile_distribution(
             fmt = f"%.{dec}f,%.12f,%d,Infinity\n" if csv else f"%12.{dec}f %2.12f %10d\n"
             lines.append(fmt % (v, level / 100.0, count))
     if not csv:
-        lines.append(f"#[Mean    = %12.{dec}f, StdDeviation   = %12.{dec}f]\n" % (mean / value_scale, stddev / value_scale))
+        lines.append(f"#[Mean    = %12.{dec}f, StdDeviation   = %12.{dec}f]\n"
+                     % (mean / value_scale, stddev / value_scale))
         lines.append(f"#[Max     = %12.{dec}f, Total count    = %12d]\n" % (max_value / value_scale, total))
         if buckets is not None:
-            lines.append("#[Buckets = %12d, SubBuckets     = %12d]\n" % buckets)
+            lines.append(f"#[Buckets = {buckets[0]:12d}, SubBuckets     = {buckets[1]:12d}]\n")
     return "".join(lines)
 
 

@@ -120,7 +120,9 @@ def _zz_encode_counts(counts: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
 
 
 @numba.njit(cache=True)
-def _zz_decode_counts(data: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
+def _zz_decode_counts(  # pragma: no cover - jit
+    data: np.ndarray, counts: np.ndarray
+) -> tuple[int, int, int, int, int, int]:
     """Decode into `counts`; returns (status, data position, slots filled, first non-zero slot,
     last non-zero slot, total count). status 0 ok, 1 truncated value, 2 zero run/counts beyond
     the histogram."""

@@ -219,7 +219,7 @@ def summary_json(h: LoadedHistograms) -> dict[str, Any]:
         "max_ns": _num(d.max) if n else None,
         "mean_ns": d.mean if n else None,
         "stddev_ns": d.stddev if n else None,
-        "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps)},
+        "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps, strict=True)},
         "exact": h.is_exact,
         "percentile_method": method,
     }
@@ -267,9 +267,9 @@ def processor_text(
     if csv:
         out.append('"Value","Percentile","TotalCount","1/(1-Percentile)"\n')
     else:
-        out.append("%12s %14s %10s %14s\n\n" % ("Value", "Percentile", "TotalCount", "1/(1-Percentile)"))
+        out.append(f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}\n\n")
     for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(),
-                                   ladder["count"].tolist()):
+                                   ladder["count"].tolist(), strict=True):
         v = java_fixed(value / value_scale, decimals)
         p = java_fixed(level / 100.0, 12)
         last = level == 100.0

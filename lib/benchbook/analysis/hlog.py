@@ -364,7 +364,7 @@ class HlogWriter:
         self.decimals = timestamp_decimals
         self._fh: IO[str] | None = None
 
-    def __enter__(self) -> "HlogWriter":
+    def __enter__(self) -> HlogWriter:
         self.open()
         return self
 

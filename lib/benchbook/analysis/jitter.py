@@ -139,7 +139,7 @@ class WorstN:
         self._lat, self._t, self._seq = all_lat[pos], all_t[pos], all_seq[pos]
         self._extra = {k: v[pos] for k, v in all_extra.items()}
 
-    def result(self) -> "pd.DataFrame":
+    def result(self) -> pd.DataFrame:
         import pandas as pd
 
         cols = {"latency_ns": self._lat.copy(), "t_ns": self._t.copy()}
@@ -149,7 +149,7 @@ class WorstN:
 
 def worst_n(
     latency_ns: np.ndarray, t_ns: np.ndarray, n: int = 5000, extra: Mapping[str, np.ndarray] | None = None
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """The n largest latencies with their times, latency-descending (ties: earlier position
     first); columns latency_ns, t_ns and any `extra` columns (e.g. t_pre_ns, t_post_ns)."""
     w = WorstN(n, tuple(extra or {}))
@@ -207,7 +207,7 @@ class IntervalRecorder:
         lat_sorted = lat if order is None else lat[order]
         starts = np.flatnonzero(np.concatenate([[True], bs[1:] != bs[:-1]]))
         ends = np.append(starts[1:], bs.size)
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             k = int(bs[s])
             h = self._hists.get(k)
             if h is None:
@@ -275,7 +275,7 @@ def interval_histograms(
     return rec.intervals(include_empty)
 
 
-def interval_summary(intervals: Sequence[Interval], percentiles: Sequence[float] = (50, 99, 99.9)) -> "pd.DataFrame":
+def interval_summary(intervals: Sequence[Interval], percentiles: Sequence[float] = (50, 99, 99.9)) -> pd.DataFrame:
     """One row per interval: start_s, length_s, count, min, max, mean and the given percentiles
     (HdrHistogram semantics; min/max/mean exact for recorded histograms). Empty intervals have
     count 0 and NaN statistics."""

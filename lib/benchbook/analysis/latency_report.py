@@ -124,7 +124,8 @@ class _Accumulator:
             values.partition(ranks)  # in place: no second copy
             part = values
             out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in PERCENTILES}
-            return out, f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of packets at or below it)"
+            return out, (f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of "
+                         f"packets at or below it)")
         if self.parquet is not None and self.parquet.exists():
             exact = exact_from_buckets(self.total, self.parquet, [float(p) for p in PERCENTILES])
             out = {p: exact[float(p)] for p in PERCENTILES}
@@ -167,7 +168,7 @@ def exact_from_buckets(total: Any, parquet: Path, percentiles: list[float]) -> d
     f = pq.ParquetFile(str(parquet))
     for batch in f.iter_batches(batch_size=1 << 20, columns=["latency_ns"]):
         v = batch.column(0).to_numpy()
-        for b, lo, hi in zip(buckets, lo_arr, hi_arr):
+        for b, lo, hi in zip(buckets, lo_arr, hi_arr, strict=True):
             sel = v[(v >= lo) & (v <= hi)]
             if len(sel):
                 found[b].append(sel)
@@ -240,8 +241,9 @@ def analyze_captures(
 
 def _import_figures() -> None:
     try:
-        import benchbook.figures  # noqa: F401
         import plotly.io  # noqa: F401
+
+        import benchbook.figures  # noqa: F401
     except Exception:  # reported when the figure is made
         pass
 

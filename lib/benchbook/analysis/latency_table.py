@@ -71,7 +71,7 @@ class ThreadedWriter:
 
         self.make_inner = make_inner  # called in the thread: pyarrow's import overlaps the matching
         self.inner: LatencyParquetWriter | None = None
-        self.q: "queue.Queue" = queue.Queue(maxsize=depth)
+        self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.error: BaseException | None = None
         self.t = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
         self.t.start()

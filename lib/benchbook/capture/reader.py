@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -289,7 +289,8 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
                     )
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 if blen < 28 or blen % 4:
-                    raise CaptureFormatError(path, b.offset() + 4, f"section header block length {blen}: expected a multiple of 4, >= 28")
+                    raise CaptureFormatError(path, b.offset() + 4,
+                                             f"section header block length {blen}: expected a multiple of 4, >= 28")
                 if not b.ensure(blen):
                     _truncated(path, b, "section header block", blen, index)
                     break
@@ -303,7 +304,8 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
             if btype == scan.IDB_TYPE:
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 if blen < 20 or blen % 4:
-                    raise CaptureFormatError(path, b.offset() + 4, f"interface description block length {blen}: expected a multiple of 4, >= 20")
+                    raise CaptureFormatError(path, b.offset() + 4, f"interface description block length {blen}: "
+                                             f"expected a multiple of 4, >= 20")
                 if not b.ensure(blen):
                     _truncated(path, b, "interface description block", blen, index)
                     break
@@ -333,12 +335,14 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
             if status == scan.BAD_LENGTH:
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 raise CaptureFormatError(
-                    path, b.offset(), f"block of type 0x{struct.unpack(e + 'I', b.buf[b.pos:b.pos+4].tobytes())[0]:08x} "
+                    path, b.offset(),
+                    f"block of type 0x{struct.unpack(e + 'I', b.buf[b.pos:b.pos + 4].tobytes())[0]:08x} "
                     f"has impossible length {blen} (or a captured length beyond it)",
                 )
             if status == scan.BAD_INTERFACE:
                 raise CaptureFormatError(
-                    path, b.offset(), f"packet block refers to an interface that no interface description block defined ({len(ifs.kind)} defined)"
+                    path, b.offset(), f"packet block refers to an interface that no interface description block "
+                    f"defined ({len(ifs.kind)} defined)"
                 )
             if status == scan.NEEDS_PYTHON:
                 continue
@@ -359,6 +363,8 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
             elif n < n_alloc and not b.eof:
                 b.refill()
         if skipped:
-            warnings.warn(f"{path}: skipped {skipped} pcapng blocks that hold no packets (statistics, name resolution, custom or unknown types)", CaptureWarning, stacklevel=2)
+            warnings.warn(f"{path}: skipped {skipped} pcapng blocks that hold no packets (statistics, name "
+                          f"resolution, custom or unknown types)", CaptureWarning, stacklevel=2)
         if simple:
-            warnings.warn(f"{path}: {simple} simple packet blocks carry no timestamp; each got the previous packet's", CaptureWarning, stacklevel=2)
+            warnings.warn(f"{path}: {simple} simple packet blocks carry no timestamp; each got the previous packet's",
+                          CaptureWarning, stacklevel=2)

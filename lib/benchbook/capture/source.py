@@ -85,7 +85,7 @@ class ByteSource:
             self._stream.close()
         self._raw.close()
 
-    def __enter__(self) -> "ByteSource":
+    def __enter__(self) -> ByteSource:
         return self
 
     def __exit__(self, *exc: object) -> None:

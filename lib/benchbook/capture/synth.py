@@ -250,7 +250,8 @@ def make_capture_pair(
             r, running_max = _count_reordered(eidx, running_max)
             reordered += r
             obuf = np.empty(cut * rec, np.uint8)
-            used = pack_frames(obuf, et, eid, template, frame_size, id_offset, n_flows, 0x7E if post_mac_rewrite else -1)
+            used = pack_frames(obuf, et, eid, template, frame_size, id_offset, n_flows,
+                               0x7E if post_mac_rewrite else -1)
             wpost.write_raw(obuf[:used], cut)
             n_post += cut
     truth = GroundTruth(

@@ -7,8 +7,9 @@ timestamp resolution, big-endian sections, simple packet blocks and blocks reade
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO, Iterable, Sequence
+from typing import BinaryIO
 
 import numpy as np
 from numba import njit
@@ -101,7 +102,7 @@ class PcapWriter:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> "PcapWriter":
+    def __enter__(self) -> PcapWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -46,10 +45,11 @@ def show(as_json: bool = typer.Option(False, "--json", help="print the whole fin
             lines.append(f"tool {name:<10} {v}")
     for cap in fp.get("capabilities") or []:
         lines.append(f"capability {cap['capability']:<18} {cap['status']:<8} {cap.get('detail', '')[:90]}")
+    guix_describe = env.get("guix_describe") or {}
     lines += [
         f"pip lock        sha256 {env.get('lock_sha256')}",
         f"guix channel    {env.get('guix_channel_commit')}; guix describe: "
-        f"{'yes' if (env.get('guix_describe') or {}).get('available') else (env.get('guix_describe') or {}).get('reason')}",
+        f"{'yes' if guix_describe.get('available') else guix_describe.get('reason')}",
         f"git             {env.get('git_commit')} dirty={env.get('git_dirty')}",
     ]
     typer.echo("\n".join(lines))
@@ -57,7 +57,7 @@ def show(as_json: bool = typer.Option(False, "--json", help="print the whole fin
 
 @env_app.command("check")
 def check(
-    root: Optional[Path] = typer.Option(None, "--root", help="repository root to check (default: this checkout)"),
+    root: Path | None = typer.Option(None, "--root", help="repository root to check (default: this checkout)"),
     no_running: bool = typer.Option(False, "--files-only", help="skip comparing the running interpreter with the lock"),
 ) -> None:
     """Verify environment.yml, manifests/*.scm and the pip lock agree (exceptions: manifests/exceptions.toml)
@@ -121,7 +121,7 @@ def rebuild(
         record = read_record(run_dir)
     except RunRecordError as exc:
         typer.echo(f"benchbook env rebuild: {exc}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     missing = [n for n in ("channels.scm", "manifest.scm") if not (run_dir / n).is_file()]
     if missing:
         typer.echo(f"benchbook env rebuild: {run_dir} lacks {', '.join(missing)} (recorded before benchbook "
@@ -131,7 +131,8 @@ def rebuild(
     typer.echo(shlex.join(cmd))
     typer.echo(f"# Python packages Guix lacks come from the pip lock ({record['environment'].get('lock_sha256')}): "
                f"inside the shell, `python -m venv .venv && .venv/bin/pip install --require-hashes --no-deps "
-               f"-r manifests/requirements.lock` before `{inner}`; git commit {record['environment'].get('git_commit')}")
+               f"-r manifests/requirements.lock` before `{inner}`; "
+               f"git commit {record['environment'].get('git_commit')}")
     if not execute:
         return
     if shutil.which("guix") is None:

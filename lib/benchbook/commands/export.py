@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
         """Export a run record (notebook, parameters, inputs/outputs with SHA-256, host fingerprint) as
         a Workflow Run RO-Crate."""
         from benchbook.experiment.record import RunRecordError, find_run
-        from benchbook.paths import RUNS_DIR
         from benchbook.experiment.rocrate_export import export_run, newest_run
+        from benchbook.paths import RUNS_DIR
 
         try:
             try:
@@ -33,5 +33,5 @@ def register(app: typer.Typer) -> None:
             crate = export_run(run_dir, out)
         except (RunRecordError, FileNotFoundError, FileExistsError) as exc:
             typer.echo(f"benchbook export: {exc}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         typer.echo(f"RO-Crate of {run_dir} written to {crate} (ro-crate-metadata.json)")

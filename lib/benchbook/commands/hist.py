@@ -9,7 +9,6 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -24,14 +23,14 @@ def hist(
                                          "(Samples, Average, StdDev (sample), Quartiles) for MoonGen CSVs."),
     unit: str = typer.Option("ms", "--unit", help="Unit of the printed values: ns, us, ms (default, as "
                              "HistogramLogProcessor) or s; inputs are in ns."),
-    tag: Optional[str] = typer.Option(None, "--tag", help="Only interval histograms with this tag "
+    tag: str | None = typer.Option(None, "--tag", help="Only interval histograms with this tag "
                                       "(default: untagged ones, as HistogramLogProcessor)."),
     all_tags: bool = typer.Option(False, "--all-tags", help="Merge interval histograms of every tag."),
     start: float = typer.Option(0.0, "--start", help="Skip intervals starting before this many seconds after "
                                 "the log's StartTime (--start=-inf keeps all)."),
     end: float = typer.Option(math.inf, "--end", help="Stop at the first interval starting after this many "
                               "seconds after StartTime."),
-    significant_digits: Optional[int] = typer.Option(None, "--significant-digits", min=1, max=5,
+    significant_digits: int | None = typer.Option(None, "--significant-digits", min=1, max=5,
                                                      help="Accumulate interval logs into a histogram with this "
                                                      "many significant digits (default: the first interval's "
                                                      "layout, as HistogramLogProcessor)."),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ def latency(
     pre: Path = typer.Argument(..., help="capture before the device under test (pcap/pcapng, .zst ok)"),
     post: Path = typer.Argument(..., help="capture after the device under test"),
     out: Path = typer.Option(..., "-o", "--out", help="output directory"),
-    id_offset: Optional[int] = typer.Option(None, "--id-offset", help="frame offset of the packet id"),
+    id_offset: int | None = typer.Option(None, "--id-offset", help="frame offset of the packet id"),
     id_width: int = typer.Option(8, "--id-width", help="id width in bytes (1..8)"),
     id_big_endian: bool = typer.Option(False, "--id-big-endian", help="id is big-endian (default little)"),
     content_key: bool = typer.Option(False, "--content-key", help="MoonSniff/pos key: bytes 12-64, checksums zeroed"),

@@ -4,7 +4,6 @@ a Cartesian sweep through papermill, one run record per point (benchbook.experim
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -15,15 +14,15 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_cmd(
         notebook: Path = typer.Argument(..., help="papermill notebook (a cell tagged `parameters`)"),
-        param: List[str] = typer.Option([], "-p", "--param", help="NAME=V1[,V2...]: one sweep axis; repeatable"),
+        param: list[str] = typer.Option([], "-p", "--param", help="NAME=V1[,V2...]: one sweep axis; repeatable"),
         repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per grid point"),
         resume: bool = typer.Option(False, "--resume", help="continue the experiment's sweep: skip complete "
                                     "points, redo the others (their directories are kept under .attempts/)"),
         shuffle: bool = typer.Option(False, "--shuffle", help="randomise run order (seed recorded in sweep.json)"),
-        seed: Optional[int] = typer.Option(None, "--seed", help="seed for --shuffle (default: random, recorded)"),
-        experiment: Optional[str] = typer.Option(None, "--experiment", "-e", help="experiment name "
+        seed: int | None = typer.Option(None, "--seed", help="seed for --shuffle (default: random, recorded)"),
+        experiment: str | None = typer.Option(None, "--experiment", "-e", help="experiment name "
                                                  "(default: the notebook's stem)"),
-        runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where run records go "
+        runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run records go "
                                                 "(default: data/runs or $BENCHBOOK_RUNS)"),
         no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     ) -> None:
@@ -41,7 +40,7 @@ def register(app: typer.Typer) -> None:
             grid = parse_grid(param)
             # The notebook runs with its run directory as working directory: a relative path that
             # exists here is passed (and recorded) as an absolute one.
-            for name, values in grid.items():
+            for values in grid.values():
                 for i, v in enumerate(values):
                     if isinstance(v, str) and v and not Path(v).is_absolute() and Path(v).exists():
                         values[i] = str(Path(v).resolve())
@@ -49,11 +48,11 @@ def register(app: typer.Typer) -> None:
                                 resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
         except (SweepError, ExperimentLocked, FileNotFoundError) as exc:
             typer.echo(f"benchbook run: {exc}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("benchbook run: interrupted; the current run is recorded as interrupted. "
                        "Continue with --resume.", err=True)
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
         m = outcome.manifest
         if outcome.stale_lock:
             typer.echo(f"note: took over a stale lock left by pid {outcome.stale_lock.get('pid')} "

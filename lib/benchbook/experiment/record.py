@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from benchbook.errors import BenchbookError
 
@@ -121,5 +122,6 @@ def find_run(ref: str | Path, runs_dir: Path) -> Path:
     if len(matches) == 1:
         return matches[0].parent
     if len(matches) > 1:
-        raise RunRecordError(f"run id {ref} is ambiguous under {runs_dir}: " + ", ".join(str(m.parent) for m in matches))
+        raise RunRecordError(f"run id {ref} is ambiguous under {runs_dir}: "
+                             + ", ".join(str(m.parent) for m in matches))
     raise RunRecordError(f"{ref}: no run record found (looked for {p}/run.json and under {runs_dir})")

@@ -54,7 +54,7 @@ def export_run(run_dir: Path, out_dir: Path) -> Path:
         crate.description = (f"Executed notebook {Path(record['notebook']).name} with its parameters, inputs, "
                              f"outputs and host fingerprint, as recorded by benchbook (status: {record['status']}).")
         crate.datePublished = record.get("end") or record["start"]
-        
+
         for pid, name in PROFILES.items():
             crate.add(ContextEntity(crate, pid, properties={"@type": "CreativeWork", "name": name,
                                                            "version": pid.rsplit("/", 1)[-1]}))

@@ -20,9 +20,10 @@ import secrets
 import shutil
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from benchbook.experiment.record import write_json_atomic, write_record  # noqa: F401 (re-exported)
 from benchbook.paths import RUNS_DIR
@@ -39,11 +40,11 @@ class RunResult:
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 def new_run_id(tag: str | None = None) -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     middle = f"-{tag}" if tag else ""
     return f"{stamp}{middle}-{secrets.token_hex(3)}"
 

@@ -15,9 +15,10 @@ import json
 import random
 import secrets
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.experiment.lock import ExperimentLock
@@ -77,7 +78,7 @@ def expand(grid: dict[str, list[Any]], repeat: int) -> list[dict[str, Any]]:
                 "key": f"p{ci:04d}r{rep:03d}",
                 "point": ci,
                 "repetition": rep,
-                "parameters": dict(zip(names, combo)),
+                "parameters": dict(zip(names, combo, strict=True)),
                 "run_id": None,
                 "status": "pending",
                 "attempts": [],
@@ -86,7 +87,7 @@ def expand(grid: dict[str, list[Any]], repeat: int) -> list[dict[str, Any]]:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -267,8 +268,14 @@ class _Bar:
         self.progress = None
         if enabled and total:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.progress = Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),

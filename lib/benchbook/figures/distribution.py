@@ -102,7 +102,7 @@ def histogram_plot(
         raise ValueError("histogram_plot: no series given")
     prepared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     raw_ranges = []
-    for name, (values, counts) in series.items():
+    for values, counts in series.values():
         if counts is None:
             v = np.asarray(values)
             if v.size:

@@ -168,7 +168,7 @@ def _write_static(
             reason = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
             return {f: f"unavailable: static export failed ({reason})" for f in fmts}
         err_text = "; ".join(f"{type(e).__name__}: {e}".splitlines()[0][:200] for e in errors)
-        for spec, f in zip(specs, fmts):
+        for spec, f in zip(specs, fmts, strict=True):
             src = Path(spec["path"])
             if src.is_file() and src.stat().st_size > 0:
                 dst = out / f"{stem}.{f}"

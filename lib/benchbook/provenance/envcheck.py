@@ -175,7 +175,8 @@ def check_guix_evidence(gp: dict[str, Any], pinned: str | None, manifests: dict[
     counts = {k: sorted(n for n in names if (entries.get(n) or {}).get("evidence") == k) for k in GUIX_EVIDENCE}
     notes.append(f"Guix names in the manifests: {len(counts['definition-at-pin'])} read at the pinned commit, "
                  f"{len(counts['input-at-pin'])} named as inputs there, {len(counts['bracketed'])} bracketed by "
-                 f"reads before and after it, {len(counts['unverified'])} unverified ({', '.join(counts['unverified'])})"
+                 f"reads before and after it, {len(counts['unverified'])} unverified "
+                 f"({', '.join(counts['unverified'])})"
                  f" - see {where}")
     return problems
 

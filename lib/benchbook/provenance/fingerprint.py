@@ -15,9 +15,10 @@ import re
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 FINGERPRINT_VERSION = 1
 _CACHE: dict[str, Any] | None = None
@@ -169,8 +170,8 @@ def nics() -> dict[str, Any]:
                 info[f] = _read(d / f)
             except OSError as exc:
                 info[f] = None if exc.errno == 22 else f"unreadable: {exc.strerror}"
-        info["driver"] = _guard(lambda: _driver(dev))
-        info["offloads"] = _guard(lambda: _ethtool_offloads(dev))
+        info["driver"] = _guard(lambda dev=dev: _driver(dev))
+        info["offloads"] = _guard(lambda dev=dev: _ethtool_offloads(dev))
         info["qdiscs"] = qdiscs.get(dev, []) if isinstance(qdiscs, dict) else qdiscs
         result[dev] = info
     return result
@@ -251,7 +252,7 @@ def host_fingerprint(refresh: bool = False) -> dict[str, Any]:
         results = {k: f.result() for k, f in futures.items()}
     fp: dict[str, Any] = {
         "fingerprint_version": FINGERPRINT_VERSION,
-        "taken": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "taken": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
         "euid": os.geteuid(),
         **results,

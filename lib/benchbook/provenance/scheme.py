@@ -139,7 +139,8 @@ def manifest_specifications(path: Path) -> list[str]:
         for node in _walk(form):
             if isinstance(node, list) and node and node[0] == Symbol("specifications->manifest"):
                 for arg in node[1:]:
-                    items = arg[1:] if isinstance(arg, list) and arg and arg[0] in (Symbol("list"), Symbol("quote")) else []
+                    listed = isinstance(arg, list) and arg and arg[0] in (Symbol("list"), Symbol("quote"))
+                    items = arg[1:] if listed else []
                     if items and isinstance(items[0], list) and arg[0] == Symbol("quote"):
                         items = items[0]
                     specs.extend(s for s in items if isinstance(s, str))
