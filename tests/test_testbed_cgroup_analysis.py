@@ -1,4 +1,4 @@
-"""Offline analysis of the cgroup experiment: exact percentiles against a plain-Python reference,
+"""Offline analysis of the latency-point experiment: exact percentiles against a plain-Python reference,
 and a point's analysis on a generated capture pair with known truth (no root needed)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from benchbook.experiment import cgroup_latency as cl
+from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.experiment import latency_point as cl
 
 
 def ref_percentile(values: list[int], p: float) -> int:
@@ -23,16 +24,16 @@ def ref_percentile(values: list[int], p: float) -> int:
 def test_discrete_percentiles_match_reference():
     rng = np.random.default_rng(7)
     vals = rng.integers(1, 50, 397).tolist()  # many ties
-    got = cl.discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
+    got = discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
     for p in (0.1, 25, 50, 90, 99, 99.9, 100):
-        assert got[f"{p:g}"] == ref_percentile(vals, p), p
-    assert cl.discrete_percentiles(np.array([], dtype=np.int64)) == {f"{p:g}": None for p in cl.PERCENTILES}
+        assert got[p] == ref_percentile(vals, p), p
+    assert discrete_percentiles(np.array([], dtype=np.int64), cl.PERCENTILES) == {p: None for p in cl.PERCENTILES}
 
 
 def test_percentile_ladder_is_exact_and_monotone():
     rng = np.random.default_rng(3)
     vals = rng.integers(1000, 100000, 2000)
-    pct, v = cl.percentile_ladder(vals)
+    pct, v = exact_ladder(vals)
     assert np.all(np.diff(v) >= 0) and pct[0] == 0.0 and pct[-1] < 100.0
     for p, x in list(zip(pct, v))[:: max(1, len(pct) // 25)]:
         assert x == ref_percentile(vals.tolist(), p)

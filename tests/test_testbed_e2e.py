@@ -27,7 +27,7 @@ def _empty_leftovers() -> dict:
 @pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
-    from benchbook.experiment import cgroup_latency as cl
+    from benchbook.experiment import latency_point as cl
     from benchbook.tools import cgroups as cg
 
     if mode == "v1" and cg.v1_hierarchy("cpuset") is None:
@@ -55,12 +55,19 @@ def test_point_through_dut(tmp_path, kind, mode):
         assert tc["status"] == "counted" and tc["value"] > 0
     assert (tmp_path / p["dir"] / "latencies.parquet").exists()
     # nothing of this run is left (other engineers' concurrent runs are not ours to judge)
-    assert cl.leftovers({p["testbed"]["token"]}) == _empty_leftovers()
+    from benchbook.testbed.cleanup import leftovers
+    from benchbook.tools.host import read_command_log
+
+    assert leftovers({p["testbed"]["token"]}) == _empty_leftovers()
+    log = read_command_log(tmp_path / "raw")
+    first, last = p["commands"]["first"], p["commands"]["last"]
+    assert sorted(r["n"] for r in log) == list(range(first, last + 1)), "every command of the point is in the log"
+    assert any("tcpdump" in r["argv"] and r["exit_code"] == 0 for r in log)
 
 
 def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     _needs("dpdk-testpmd", "perf")
-    from benchbook.experiment.cgroup_latency import leftovers
+    from benchbook.testbed.cleanup import leftovers
 
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
     cmd = [sys.executable, "-m", "benchbook.cli", "reproduce", "daichendt-iitm23-fig3",
@@ -75,20 +82,20 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
         statuses = {r["status"] for r in verdict["rows"]}
         assert "mismatch" not in statuses
         metrics = json.loads((run / "metrics.json").read_text())
-        pts = metrics["cgroup_latency"]["points"]
+        pts = metrics["latency_points"]["points"]
         assert any(p["status"] == "complete" and p["achieved_pps"] > 0 for p in pts)
         for p in pts:
             if p["status"] == "not runnable":
                 assert p["reason"], "a mode that could not run says why"
-        assert metrics["cgroup_latency"]["leftovers_after"] == _empty_leftovers()
-        points = json.loads((run / "cgroup-latency.json").read_text())["points"]
+        assert metrics["latency_points"]["leftovers_after"] == _empty_leftovers()
+        points = json.loads((run / "latency-points.json").read_text())["points"]
         tokens = {p["testbed"]["token"] for p in points if "testbed" in p}
         assert tokens and leftovers(tokens) == _empty_leftovers()
 
 
 _CHILD = """
 import sys
-from benchbook.experiment import cgroup_latency as cl
+from benchbook.experiment import latency_point as cl
 p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, cgroup_modes=["v1"], perf_repeats=1)
 cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 """
@@ -101,7 +108,7 @@ def test_sigint_mid_measurement_restores_everything(tmp_path):
     import time
     from pathlib import Path
 
-    from benchbook.experiment.cgroup_latency import leftovers
+    from benchbook.testbed.cleanup import leftovers
     from benchbook.tools import cgroups as cg
 
     root = cg.v1_hierarchy("cpuset")

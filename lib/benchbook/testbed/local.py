@@ -94,27 +94,36 @@ class LocalTestbed:
         return self.host(role).run(argv, check=check, timeout_s=timeout_s)
 
     # life cycle --------------------------------------------------------------------------
+    def setup_commands(self) -> list[tuple[str | None, list[str], bool]]:
+        """(role or None for this machine's namespaces, argv, check) that bring the topology up, in order."""
+        cmds: list[tuple[str | None, list[str], bool]] = []
+        for role in self.topology.roles:
+            cmds.append((None, ["ip", "netns", "add", self.netns(role)], True))
+            cmds.append((role, ["ip", "link", "set", "lo", "up"], True))
+        for link in self.topology.links:
+            a, b = self.ifname(link.a.ifname), self.ifname(link.b.ifname)
+            cmds.append((None, ["ip", "link", "add", a, "netns", self.netns(link.a.role), "type", "veth",
+                                "peer", "name", b, "netns", self.netns(link.b.role)], True))
+            for ep, name in ((link.a, a), (link.b, b)):
+                # no IPv6 autoconfiguration chatter on the measured links
+                cmds.append((ep.role, ["sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1"], False))
+                if ep.address:
+                    cmds.append((ep.role, ["ip", "addr", "add", ep.address, "dev", name], True))
+                if ep.promisc:
+                    cmds.append((ep.role, ["ip", "link", "set", name, "promisc", "on"], True))
+                cmds.append((ep.role, ["ip", "link", "set", name, "up"], True))
+        return cmds
+
     def up(self) -> "LocalTestbed":
         self._state = run_state.acquire(self.token)
         try:
-            for role in self.topology.roles:
-                ns = self.netns(role)
-                self._state.add_resource("netns", ns)
-                self.run(None, ["ip", "netns", "add", ns])
-                self._created_ns.append(ns)
-                self.run(role, ["ip", "link", "set", "lo", "up"])
-            for link in self.topology.links:
-                a, b = self.ifname(link.a.ifname), self.ifname(link.b.ifname)
-                self.run(None, ["ip", "link", "add", a, "netns", self.netns(link.a.role), "type", "veth",
-                                "peer", "name", b, "netns", self.netns(link.b.role)])
-                for ep, name in ((link.a, a), (link.b, b)):
-                    # no IPv6 autoconfiguration chatter on the measured links
-                    self.run(ep.role, ["sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False)
-                    if ep.address:
-                        self.run(ep.role, ["ip", "addr", "add", ep.address, "dev", name])
-                    if ep.promisc:
-                        self.run(ep.role, ["ip", "link", "set", name, "promisc", "on"])
-                    self.run(ep.role, ["ip", "link", "set", name, "up"])
+            for role, argv, check in self.setup_commands():
+                if argv[:3] == ["ip", "netns", "add"]:
+                    self._state.add_resource("netns", argv[3])
+                    self.run(None, argv)
+                    self._created_ns.append(argv[3])
+                else:
+                    self.run(role, argv, check=check)
         except BaseException:
             self.down()
             raise

@@ -1,16 +1,22 @@
-"""The cgroup v1 vs v2 latency experiment (Daichendt, Wiedner, Andre, IITM SS23), scaled to one host.
+"""Latency of a DuT at one point, and the sweep over isolation modes x rates x repetitions.
 
-One *point* = one cgroup mode x one packet rate x one repetition: a fresh local topology
-(LoadGen -> DuT -> Timestamper sink in network namespaces), the isolation recipe of the mode,
-the DuT (dpdk-testpmd by default) pinned to the DuT core inside the DuT cgroup, tcpdump at the
-DuT's ingress (LoadGen egress) and egress (sink ingress), ``perf stat`` on the DuT process for
-the sending window, bb-loadgen at a constant rate. Afterwards the captures are matched by the
-packet id (IdKey(offset=42, width=8, big-endian)) and everything measured is kept:
+One *point* = one CPU isolation mode x one packet rate x one repetition. On the ``local`` backend:
+a fresh topology (LoadGen -> DuT -> Timestamper sink in network namespaces), the isolation recipe
+of the mode, the DuT (dpdk-testpmd by default) pinned to the DuT core inside the DuT cgroup,
+tcpdump at the DuT's ingress (LoadGen egress) and egress (sink ingress), ``perf stat`` on the DuT
+process for the sending window, bb-loadgen at a constant rate. Afterwards the captures are
+matched by the packet id (IdKey(offset=42, width=8, big-endian)) and everything measured is kept:
 
-    <output_dir>/raw/<mode>/rate<pps>/rep<k>/{pre.pcap, post.pcap, latencies.parquet, point.json, commands.txt}
-    <output_dir>/cgroup-latency.json   every point (no arrays): rates, loss, drops, perf, percentiles
+    <output_dir>/raw/commands.jsonl, raw/cmd/    every command run (the one command log)
+    <output_dir>/raw/<mode>/rate<pps>/rep<k>/{pre.pcap, post.pcap, latencies.parquet, point.json}
+    <output_dir>/latency-points.json   every point (no arrays): rates, loss, drops, perf, percentiles
     <output_dir>/metrics.json          achieved rate, loss and capture drops per point (run record)
     <output_dir>/capabilities.json     what was missing or substituted here, with the reason
+
+On the ``testbed`` backend (real hosts of an inventory, :mod:`benchbook.testbed.ssh`) each point is
+the ssh backend's plan, executed; with ``dry_run`` nothing is run on either backend and
+``<output_dir>/dry-run.txt`` lists every command each host would run, as built by
+:mod:`benchbook.tools`.
 
 A mode whose recipe cannot run on this host (v2 on hybrid-cgroup hosts) is recorded as not
 runnable with the reason for each of its points; nothing is emulated in its place.
@@ -28,23 +34,23 @@ from typing import Any
 
 import numpy as np
 
-RESULT_FILE = "cgroup-latency.json"
+from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.experiment.record import write_json_atomic
+from benchbook.tools.host import CommandLog
+
+RESULT_FILE = "latency-points.json"
+DRY_RUN_FILE = "dry-run.txt"
 ID_OFFSET = 42
 UDP_DPORT = 5678
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
-
-# Table 1 of the paper (perf stat -B, container start + 60 s at 1.52 Mpkt/s + stop, mean of 3)
-PAPER_TABLE1 = {
-    "instructions": {"v1": 674e9, "v2": 659e9},
-    "branches": {"v1": 98e9, "v2": 96e9},
-    "cpu-migrations": {"v1": 297.0, "v2": 148.0},
-}
-PAPER_RATES_PPS = (1.52e6, 6.24e6)
+BACKENDS = ("local", "testbed")
 
 
 @dataclass
 class ExperimentParams:
-    backend: str = "local"                      # "local" | "testbed" (real hosts via the ssh backend)
+    backend: str = "local"                      # "local" | "testbed" (real hosts of `inventory`, over ssh)
+    inventory: str | None = None                # testbed: the host inventory (TOML)
+    dry_run: bool = False                       # list the commands (dry-run.txt), measure nothing
     rates_pps: list[float] = field(default_factory=lambda: [10_000.0, 50_000.0])
     frame_size: int = 64                        # bytes incl. FCS, as MoonGen counts
     duration_s: float = 3.0
@@ -53,7 +59,6 @@ class ExperimentParams:
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
     perf_repeats: int = 3
-    worst_n: int = 5000
     worst_by: str = "max"                       # which repetition is "worst": "max" or a percentile "99.9"
     settle_s: float = 0.5                       # wait after sending before stopping captures
 
@@ -67,38 +72,14 @@ class ExperimentParams:
         p.rates_pps = [float(r) for r in p.rates_pps]
         if p.frame_size < 64:
             raise ValueError(f"frame_size {p.frame_size}: at least 64 B (the packet id needs bytes 42..49)")
+        p.check()
         return p
 
-
-# -------------------------------------------------------------------------------------------------
-# percentiles
-# -------------------------------------------------------------------------------------------------
-def discrete_percentiles(sorted_ns: np.ndarray, ps: tuple[float, ...] | list[float] = PERCENTILES) -> dict[str, int | None]:
-    """The smallest latency with at least p % of packets at or below it (exact), per p."""
-    n = len(sorted_ns)
-    out: dict[str, int | None] = {}
-    for p in ps:
-        key = f"{p:g}"
-        if n == 0:
-            out[key] = None
-            continue
-        rank = max(1, math.ceil(p / 100.0 * n - 1e-9))
-        out[key] = int(sorted_ns[min(rank, n) - 1])
-    return out
-
-
-def percentile_ladder(latency_ns: np.ndarray, ticks_per_decade: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """(percent, value_ns) on a log grid of 1/(1-p) up to the last full rank, for HDR plots (exact)."""
-    lat = np.sort(np.asarray(latency_ns, dtype=np.int64))
-    n = len(lat)
-    if n == 0:
-        return np.array([]), np.array([])
-    max_x = float(n)  # 1/(1-p) where p = (n-1)/n: the last rank before 100 %
-    xs = np.unique(np.concatenate([np.logspace(0, math.log10(max_x), int(ticks_per_decade * max(1.0, math.log10(max_x))) + 1),
-                                   [max_x]]))
-    ps = 1.0 - 1.0 / xs
-    ranks = np.clip(np.ceil(ps * n - 1e-9).astype(np.int64), 1, n)
-    return ps * 100.0, lat[ranks - 1]
+    def check(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
+        if self.backend == "testbed" and not self.inventory:
+            raise ValueError("backend 'testbed' needs inventory=<host inventory TOML> (see docs/testbed-inventory.md)")
 
 
 # -------------------------------------------------------------------------------------------------
@@ -108,19 +89,27 @@ def _point_dir(out: Path, mode: str, rate: float, rep: int) -> Path:
     return out / "raw" / mode / f"rate{int(rate)}" / f"rep{rep}"
 
 
-def measure_point(params: ExperimentParams, mode: str, rate: float, rep: int, out_dir: Path) -> dict[str, Any]:
-    """Measure one point on the local testbed; returns its record (also written as point.json)."""
+def _rate_label(rate_pps: float) -> str:
+    return f"rate{int(rate_pps)}"
+
+
+def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int, out_dir: Path,
+                  log: CommandLog | None = None) -> dict[str, Any]:
+    """Measure one point on the local testbed; returns its record (also written as point.json).
+    Every command goes into ``log`` (default: the run's command log in <out_dir>/raw/)."""
     from benchbook.testbed.dut import open_dut
     from benchbook.testbed.isolation import isolation
     from benchbook.testbed.local import LocalBackend
     from benchbook.tools import loadgen, perf, tcpdump
 
-    d = _point_dir(out_dir, mode, rate, rep)
+    d = _point_dir(out_dir, mode, rate_pps, rep)
     d.mkdir(parents=True, exist_ok=True)
-    rec: dict[str, Any] = {"mode": mode, "rate_pps": rate, "repetition": rep, "status": "failed",
+    log = log or CommandLog(out_dir / "raw")
+    first = len(log.records)
+    rec: dict[str, Any] = {"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "failed",
                            "dut_kind": params.dut_kind, "frame_size": params.frame_size,
                            "duration_s": params.duration_s, "dir": str(d.relative_to(out_dir))}
-    backend = LocalBackend()
+    backend = LocalBackend(log=log)
     t0 = time.time()
     try:
         with backend.topology() as tb:
@@ -133,22 +122,25 @@ def measure_point(params: ExperimentParams, mode: str, rate: float, rep: int, ou
                     rec["dut"] = dut.description
                     filt = f"udp dst port {UDP_DPORT}"
                     pre_path, post_path = d / "pre.pcap", d / "post.pcap"
-                    pre = tcpdump.start_capture(tcpdump.build_argv(tb.ifname("lg0"), pre_path, direction="out", bpf_filter=filt),
-                                                pre_path, popen=lambda a, **kw: tb.popen("lg", a, **kw), what="tcpdump pre")
-                    post = tcpdump.start_capture(tcpdump.build_argv(tb.ifname("ts0"), post_path, direction="in", bpf_filter=filt),
-                                                 post_path, popen=lambda a, **kw: tb.popen("ts", a, **kw), what="tcpdump post")
+                    pre = tcpdump.start_capture(tb.host("lg"), tcpdump.build_argv(
+                        tb.ifname("lg0"), pre_path, direction="out", bpf_filter=filt), pre_path, what="tcpdump pre")
+                    post = tcpdump.start_capture(tb.host("ts"), tcpdump.build_argv(
+                        tb.ifname("ts0"), post_path, direction="in", bpf_filter=filt), post_path, what="tcpdump post")
                     perf_run = None
                     if dut.pid is not None:
                         try:
-                            perf_run = perf.start_perf_stat(dut.pid, params.duration_s, repeats=params.perf_repeats)
+                            perf_run = perf.start_perf_stat(tb.host(None), dut.pid, params.duration_s,
+                                                            repeats=params.perf_repeats)
                         except perf.PerfError as exc:
                             rec["perf"] = {"status": "not run", "reason": str(exc)}
                     else:
-                        rec["perf"] = {"status": "not applicable", "reason": f"DuT kind {dut.kind!r} has no process to attach to"}
-                    cfg = loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate, duration_s=params.duration_s,
-                                                frame_size=params.frame_size, dst_mac=dut.dst_mac, dport=UDP_DPORT, cpu=hk_cpu)
+                        rec["perf"] = {"status": "not applicable",
+                                       "reason": f"DuT kind {dut.kind!r} has no process to attach to"}
+                    cfg = loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate_pps, duration_s=params.duration_s,
+                                                frame_size=params.frame_size, dst_mac=dut.dst_mac, dport=UDP_DPORT,
+                                                cpu=hk_cpu)
                     try:
-                        rec["loadgen"] = loadgen.run_loadgen(cfg, netns=tb.netns("lg"))
+                        rec["loadgen"] = loadgen.run_loadgen(tb.host("lg"), cfg)
                     finally:
                         time.sleep(params.settle_s)
                         rec["captures"] = {"pre": pre.stop(), "post": post.stop()}
@@ -157,14 +149,54 @@ def measure_point(params: ExperimentParams, mode: str, rate: float, rep: int, ou
                 rec["dut_stats"] = {k: v for k, v in dut.stats.items() if k != "log_tail"}
                 (d / "dut.log").write_text(str(dut.stats.get("log_tail", "")))
             rec["isolation"]["restore_problems"] = iso.report.get("restore_problems", [])
-        (d / "commands.txt").write_text("\n".join(backend.log.commands) + "\n")
         rec["analysis"] = analyse_point(d)
         rec["status"] = "complete"
     except Exception as exc:  # keep what was measured; the point is marked failed with the reason
         rec["error"] = f"{type(exc).__name__}: {exc}"
         rec["traceback"] = traceback.format_exc()
-        (d / "commands.txt").write_text("\n".join(backend.log.commands) + "\n")
+    rec["commands"] = _command_range(log, first)
     rec["wall_s"] = round(time.time() - t0, 3)
+    (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))
+    return rec
+
+
+def _command_range(log: CommandLog, first: int) -> dict[str, Any]:
+    """Where the point's commands are in the run's command log."""
+    ns = [r.n for r in log.since(first)]
+    return {"log": "raw/commands.jsonl" if log.directory is not None else None,
+            "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
+
+
+def _testbed_measurement(params: ExperimentParams, mode: str, rate_pps: float, rep: int) -> Any:
+    from benchbook.testbed.ssh import Measurement
+
+    return Measurement(run_id=f"{mode}-{_rate_label(rate_pps)}-rep{rep}", cgroup_mode=mode, rate_pps=rate_pps,
+                       frame_size=params.frame_size, duration_s=int(math.ceil(params.duration_s)), repetition=rep)
+
+
+def measure_testbed_point(backend: Any, params: ExperimentParams, mode: str, rate_pps: float, rep: int,
+                          out_dir: Path) -> dict[str, Any]:
+    """One point on the real testbed: the ssh backend's plan, executed; the raw data are collected
+    into the point's directory (their analysis is not part of this function)."""
+    d = _point_dir(out_dir, mode, rate_pps, rep)
+    d.mkdir(parents=True, exist_ok=True)
+    first = len(backend.log.records)
+    rec: dict[str, Any] = {"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "failed",
+                           "frame_size": params.frame_size, "duration_s": params.duration_s,
+                           "dir": str(d.relative_to(out_dir)), "backend": "testbed"}
+    try:
+        run = backend.execute(_testbed_measurement(params, mode, rate_pps, rep), d)
+        rec["testbed_run"] = run
+        if run["status"] == "complete":
+            rec["status"] = "collected"
+            rec["reason"] = ("raw data collected in raw/<role>/; percentiles from MoonSniff/MoonGen output are "
+                             "not computed by this experiment")
+        else:
+            rec["error"] = run["error"]
+    except Exception as exc:  # noqa: BLE001 - the point is failed with the reason
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+        rec["traceback"] = traceback.format_exc()
+    rec["commands"] = _command_range(backend.log, first)
     (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))
     return rec
 
@@ -182,7 +214,7 @@ def analyse_point(d: Path) -> dict[str, Any]:
         "min_ns": int(lat[0]) if len(lat) else None,
         "max_ns": int(lat[-1]) if len(lat) else None,
         "mean_ns": float(lat.mean()) if len(lat) else None,
-        "percentiles_ns": discrete_percentiles(lat),
+        "percentiles_ns": {f"{p:g}": v for p, v in discrete_percentiles(lat, PERCENTILES).items()},
         "percentile_method": "exact discrete (smallest latency with at least p of packets at or below it)",
     }
 
@@ -199,7 +231,10 @@ def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np
 # the whole experiment
 # -------------------------------------------------------------------------------------------------
 def arm_status(params: ExperimentParams) -> dict[str, dict[str, Any]]:
-    """Per cgroup mode: runnable here? (with the reason)."""
+    """Per isolation mode: runnable here? (with the reason). On the testbed the DuT host's own
+    boot decides (the plan checks it), so every mode is runnable from here."""
+    if params.backend == "testbed":
+        return {m: {"runnable": True, "reason": "checked on the DuT host by the plan"} for m in params.cgroup_modes}
     from benchbook.testbed.isolation import mode_status
 
     return {m: dict(zip(("runnable", "reason"), mode_status(m))) for m in params.cgroup_modes}
@@ -212,6 +247,8 @@ def capabilities(params: ExperimentParams, arms: dict[str, dict[str, Any]]) -> l
     for m, st in arms.items():
         caps.append({"capability": f"cgroup isolation {m}", "status": "present" if st["runnable"] else "missing",
                      "detail": st["reason"]})
+    if params.backend == "testbed":
+        return caps
     hw = perf.hardware_counters_supported()
     caps.append({"capability": "perf hardware counters (instructions, branches)", "status": "present" if hw else "missing",
                  "detail": "perf stat -e instructions counts" if hw else "perf stat reports <not supported>: recorded as missing, not zero"})
@@ -219,46 +256,146 @@ def capabilities(params: ExperimentParams, arms: dict[str, dict[str, Any]]) -> l
         {"capability": "load generator", "status": "substituted",
          "detail": "MoonGen on a 10G NIC -> bb-loadgen (AF_PACKET sendmmsg) on veth"},
         {"capability": "timestamper", "status": "substituted",
-         "detail": "E810 hardware timestamps on optical taps -> tcpdump nanosecond software timestamps at LoadGen egress and sink ingress"},
-        {"capability": "packet rates", "status": "substituted",
-         "detail": f"paper 1.52 and 6.24 Mpkt/s -> {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s (scaled to a 2-core VM)"},
+         "detail": "hardware timestamps on optical taps -> tcpdump nanosecond software timestamps at LoadGen egress and sink ingress"},
         {"capability": "DuT", "status": "substituted" if params.dut_kind != "testpmd-lxc" else "present",
          "detail": f"DPDK L2 forwarder in an LXC container -> DuT kind {params.dut_kind!r}"},
     ]
     return caps
 
 
-def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str, progress: Any = None) -> dict[str, Any]:
-    """Run every point of the grid; write cgroup-latency.json, metrics.json, capabilities.json."""
-    from benchbook.experiment.runner import write_json_atomic
+def _grid(params: ExperimentParams) -> list[tuple[str, float, int]]:
+    return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps for k in range(params.repetitions)]
 
+
+def dry_run_plan(params: ExperimentParams) -> dict[str, list[str]]:
+    """Per host, every command it would run for the whole sweep (tool command lines built by
+    benchbook.tools); nothing is run."""
+    per_host: dict[str, list[str]] = {}
+    if params.backend == "testbed":
+        from benchbook.testbed.ssh import SshBackend
+
+        backend = SshBackend(params.inventory, dry_run=True)
+        for mode, rate, rep in _grid(params):
+            m = _testbed_measurement(params, mode, rate, rep)
+            for role, lines in backend.host_commands(m, run_dir=f"RUN/raw/{mode}/{_rate_label(rate)}/rep{rep}").items():
+                per_host.setdefault(role, []).extend(lines)
+        return per_host
+    for mode, rate, rep in _grid(params):
+        for role, lines in local_plan(params, mode, rate, rep).items():
+            per_host.setdefault(role, []).extend(lines)
+    return per_host
+
+
+DRY_RUN_TOKEN = "000000"   # run token of the names in a local dry run (a real run draws a fresh one)
+
+
+def local_plan(params: ExperimentParams, mode: str, rate_pps: float, rep: int) -> dict[str, list[str]]:
+    """Per role of the local topology ("local": this machine's own namespaces), the commands one
+    point runs, built by benchbook.tools. Values known only at run time appear as DUT_PID and
+    DUT_INGRESS_MAC; the isolation recipe writes cgroup files (no commands) and is named in a comment."""
+    import shlex
+
+    from benchbook.testbed.local import LocalTestbed
+    from benchbook.testbed.names import make_name
+    from benchbook.testbed.topology import loadgen_dut_timestamper
+    from benchbook.tools import loadgen, perf, tcpdump, testpmd
+
+    tb = LocalTestbed(loadgen_dut_timestamper(), token=DRY_RUN_TOKEN)
+    d = Path("RUN") / _point_dir(Path("."), mode, rate_pps, rep)
+    out: dict[str, list[str]] = {"local": [], "lg": [], "dut": [], "ts": []}
+    out["local"].append(f"# point {mode} @ {rate_pps:g} pkt/s, repetition {rep}; isolation recipe {mode!r}: "
+                        f"cgroup file writes under /sys/fs/cgroup (benchbook.testbed.isolation)")
+    for role, argv, _ in tb.setup_commands():
+        out[role or "local"].append(shlex.join(argv))
+    filt = f"udp dst port {UDP_DPORT}"
+    out["lg"].append(shlex.join(tcpdump.build_argv(tb.ifname("lg0"), d / "pre.pcap", direction="out", bpf_filter=filt)))
+    out["ts"].append(shlex.join(tcpdump.build_argv(tb.ifname("ts0"), d / "post.pcap", direction="in", bpf_filter=filt)))
+    if params.dut_kind == "testpmd":
+        out["dut"].append(shlex.join(testpmd.build_argv(
+            [tb.ifname("din"), tb.ifname("dout")], main_cpu=params.dut_cpu, fwd_cpu=params.dut_cpu,
+            file_prefix=make_name(tb.token, "tp"))) + f"   # started inside the DuT cgroup of recipe {mode!r}")
+        out["local"].append(shlex.join(perf.build_argv("DUT_PID", params.duration_s, repeats=params.perf_repeats)))
+    else:
+        out["dut"].append(f"# DuT kind {params.dut_kind!r}: see benchbook.testbed.dut")
+    hk_cpu = next(c for c in range(64) if c != params.dut_cpu)
+    cfg = loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate_pps, duration_s=params.duration_s,
+                                frame_size=params.frame_size, dst_mac="DUT_INGRESS_MAC", dport=UDP_DPORT, cpu=hk_cpu)
+    out["lg"].append(shlex.join(loadgen.build_argv(cfg)))
+    for role in ("lg", "dut", "ts"):
+        out[role] = [shlex.join(["ip", "netns", "exec", tb.netns(role)]) + " " + c if not c.startswith("#") else c
+                     for c in out[role]]
+    out["local"] += [shlex.join(["ip", "netns", "del", tb.netns(r)]) for r in reversed(tb.topology.roles)]
+    return out
+
+
+def write_dry_run(params: ExperimentParams, output_dir: Path) -> Path:
+    """<output_dir>/dry-run.txt: a section per host with every command it would run."""
+    plan = dry_run_plan(params)
+    where = f"inventory {params.inventory}" if params.backend == "testbed" else "this machine"
+    lines = [f"# benchbook dry run: backend {params.backend} ({where}); nothing was run",
+             f"# modes {', '.join(params.cgroup_modes)} x rates {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"
+             f" x {params.repetitions} repetitions"]
+    for role, cmds in plan.items():
+        lines.append("")
+        lines.append(f"## host {role}")
+        lines += cmds
+    out = Path(output_dir) / DRY_RUN_FILE
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(out)
+    return out
+
+
+def read_dry_run(path: Path | str) -> dict[str, list[str]]:
+    """dry-run.txt back as {host: [command, ...]} (multi-line commands keep their lines)."""
+    out: dict[str, list[str]] = {}
+    role = None
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("## host "):
+            role = line[len("## host "):]
+            out[role] = []
+        elif role is not None and line:
+            out[role].append(line)
+    return out
+
+
+def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str, progress: Any = None) -> dict[str, Any]:
+    """Run every point of the grid on the chosen backend; write latency-points.json, metrics.json,
+    capabilities.json. With dry_run: only dry-run.txt (the result lists no points)."""
     if isinstance(params, dict):
         params = ExperimentParams.from_dict(params)
+    params.check()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if params.backend not in ("local", "testbed"):
-        raise ValueError(f"backend {params.backend!r}: expected 'local' or 'testbed'")
+    if params.dry_run:
+        path = write_dry_run(params, out)
+        return {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": {}, "points": [],
+                "dry_run": str(path)}
     arms = arm_status(params)
+    log = CommandLog(out / "raw")
+    backend: Any = None
     if params.backend == "testbed":
-        reason = _testbed_reason()
-        for m in arms:
-            arms[m] = {"runnable": False, "reason": reason}
+        from benchbook.testbed.backends import get_backend
+
+        backend = get_backend("testbed", inventory=params.inventory, dry_run=False, log=log)
     points: list[dict[str, Any]] = []
-    for mode in params.cgroup_modes:
-        for rate in params.rates_pps:
-            for rep in range(params.repetitions):
-                if not arms[mode]["runnable"]:
-                    points.append({"mode": mode, "rate_pps": rate, "repetition": rep, "status": "not runnable",
-                                   "reason": arms[mode]["reason"]})
-                    continue
-                if progress:
-                    progress(f"{mode} @ {rate:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
-                points.append(measure_point(params, mode, rate, rep, out))
-    result = {"schema": "benchbook.cgroup-latency/1", "params": asdict(params), "arms": arms, "points": points,
-              "paper": {"table1": PAPER_TABLE1, "rates_pps": PAPER_RATES_PPS}}
+    for mode, rate, rep in _grid(params):
+        if not arms[mode]["runnable"]:
+            points.append({"mode": mode, "rate_pps": rate, "repetition": rep, "status": "not runnable",
+                           "reason": arms[mode]["reason"]})
+            continue
+        if progress:
+            progress(f"{mode} @ {rate:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
+        if backend is None:
+            points.append(measure_point(params, mode, rate, rep, out, log))
+        else:
+            points.append(measure_testbed_point(backend, params, mode, rate, rep, out))
+    result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points}
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
-    metrics["cgroup_latency"] = {"arms": arms, "points": [point_metrics(p) for p in points],
+    from benchbook.testbed.cleanup import leftovers
+
+    metrics["latency_points"] = {"arms": arms, "points": [point_metrics(p) for p in points],
                                  "leftovers_after": leftovers(run_tokens(points)) if params.backend == "local" else None}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
@@ -267,17 +404,15 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
     return result
 
 
+def add_capabilities(output_dir: Path | str, caps: list[dict[str, str]]) -> None:
+    """Append capability lines (capability, status, detail) to <output_dir>/capabilities.json."""
+    path = Path(output_dir) / "capabilities.json"
+    write_json_atomic(path, _read_json(path, []) + list(caps))
+
+
 def run_tokens(points: list[dict[str, Any]]) -> set[str]:
     """The testbed run tokens the points used (to check that nothing of theirs is left)."""
     return {p["testbed"]["token"] for p in points if isinstance(p.get("testbed"), dict) and "token" in p["testbed"]}
-
-
-def _testbed_reason() -> str:
-    from benchbook.reproduce.capabilities import check_requirement
-
-    why = check_requirement("testbed")
-    return why or ("backend 'testbed' (real hosts via the ssh backend) is not wired into this notebook yet; "
-                   "use backend='local'")
 
 
 def _read_json(path: Path, default: Any) -> Any:
@@ -365,7 +500,7 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate: float, wors
         if p is None:
             continue
         _, lat = load_latencies(Path(output_dir), p)
-        series[point_label(p)] = percentile_ladder(lat)
+        series[point_label(p)] = exact_ladder(lat)
         runs.append(p["dir"])
     return series, runs
 
@@ -416,8 +551,10 @@ def rate_table(result: dict[str, Any]) -> Any:
     return pd.DataFrame([point_metrics(p) for p in result["points"]])
 
 
-def perf_table(result: dict[str, Any], rate: float | None = None) -> Any:
-    """Table 1 analogue: per mode and event the mean over repetitions (None where missing) and the status."""
+def perf_table(result: dict[str, Any], rate: float | None = None,
+               events_expected: tuple[str, ...] = ("instructions", "branches", "cpu-migrations")) -> Any:
+    """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
+    without a completed point gets a "not run" row for each of events_expected."""
     import pandas as pd
 
     rows = []
@@ -430,7 +567,7 @@ def perf_table(result: dict[str, Any], rate: float | None = None) -> Any:
                 events.setdefault(c["event"], []).append(c)
         if not pts:
             why = arm.get("reason") if not arm.get("runnable", True) else "no completed point with perf stat"
-            for ev in PAPER_TABLE1:
+            for ev in events_expected:
                 rows.append({"mode": mode, "event": ev, "mean": None, "runs": 0, "status": "not run", "note": why})
             continue
         for ev, cs in events.items():
@@ -443,116 +580,12 @@ def perf_table(result: dict[str, Any], rate: float | None = None) -> Any:
     return pd.DataFrame(rows)
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def add_verdict_rows(verdict: Any, result: dict[str, Any], output_dir: Path | str, part: str) -> None:
-    """Rows for fig3 / fig4 (HDR at the low / high rate), fig5 (worst 5000), table1 (perf)."""
-    arms = result["arms"]
-    modes = result["params"]["cgroup_modes"]
-    rates = result["params"]["rates_pps"]
-    both = "v1" in arms and "v2" in arms and arms["v1"]["runnable"] and arms["v2"]["runnable"]
-    missing = "; ".join(f"{m}: {a['reason']}" for m, a in arms.items() if not a["runnable"])
-    worst_by = result["params"].get("worst_by", "max")
-
-    if part in ("fig3", "fig4", "fig5"):
-        rate = min(rates) if part in ("fig3", "fig5") else max(rates)
-        for mode in modes:
-            p = worst_repetition(complete_points(result, mode, rate), worst_by)
-            if p is None:
-                continue
-            an = p["analysis"]
-            for q in ("99", "99.9", "99.99"):
-                verdict.add(f"{mode} p{q} latency at {rate:g} pkt/s (worst of {result['params']['repetitions']})",
-                            None, (an["percentiles_ns"].get(q) or 0) / 1000.0, "us", p["dir"], "info",
-                            "measured here; the paper prints no absolute latencies")
-        q = "99.9"
-        name = f"p{q} latency ratio v1/v2 at {rate:g} pkt/s"
-        pub = "> 1 (v1 slightly higher around p99.9; identical up to p99)"
-        if both:
-            v1 = worst_repetition(complete_points(result, "v1", rate), worst_by)
-            v2 = worst_repetition(complete_points(result, "v2", rate), worst_by)
-            r = _ratio(v1 and v1["analysis"]["percentiles_ns"].get(q), v2 and v2["analysis"]["percentiles_ns"].get(q))
-            verdict.add(name, pub, r, "", "", "info" if r is not None else "not derivable",
-                        "measured relation on the local testbed; scaled-down rates, software timestamps")
-        else:
-            verdict.add(name, pub, None, "", "", "not derivable", f"not derivable here: {missing}")
-    if part == "fig5":
-        verdict.figure_only("Fig. 5: 5000 worst-case latencies over time", note="scatter produced from the worst repetition per mode")
-        name = "outliers v1 vs v2 (paper: slightly more for v1, extreme ones more for v2)"
-        if not both:
-            verdict.add(name, "qualitative", None, "", "", "not derivable", f"not derivable here: {missing}")
-    if part == "table1":
-        rate = min(rates)
-        pt = perf_table(result, rate)
-        for ev, paper in PAPER_TABLE1.items():
-            for mode in ("v1", "v2"):
-                pub_name = f"{ev} {mode}"
-                measured = _mean_of(pt, mode, ev)
-                row = pt[(pt["mode"] == mode) & (pt["event"] == ev)] if len(pt) else pt
-                why = (f"not derivable here: the paper counts 60 s at 1.52 Mpkt/s on an EPYC 7551P DuT incl. container "
-                       f"start/stop; this run: {result['params']['duration_s']:g} s at {rate:g} pkt/s, so absolute counts "
-                       f"are not comparable")
-                if measured is not None:
-                    why += f"; measured here: {measured:g}"
-                elif len(row):
-                    why += f"; measured here: {row.iloc[0]['status']} {row.iloc[0]['note'] or ''}".rstrip()
-                if verdict.entry is not None and any(pv.name == pub_name for pv in verdict.entry.published):
-                    verdict.not_derivable(pub_name, why)
-                else:
-                    verdict.add(pub_name, paper[mode], None, "", "", "not derivable", why)
-            pv1, pv2 = paper["v1"], paper["v2"]
-            rname = f"{ev} ratio v1/v2"
-            m1 = _mean_of(pt, "v1", ev)
-            m2 = _mean_of(pt, "v2", ev)
-            r = _ratio(m1, m2)
-            if r is not None:
-                verdict.add(rname, pv1 / pv2, r, "", "", "info", "measured relation (scaled-down run)")
-            else:
-                reasons = []
-                if not both:
-                    reasons.append(missing)
-                if m1 is None and m2 is None or (m1 is None and both):
-                    reasons.append(f"{ev}: no counted value (perf: not supported / not counted here)")
-                verdict.add(rname, pv1 / pv2, None, "", "", "not derivable", "not derivable here: " + "; ".join(reasons or ["no data"]))
-        for ev in ("task-clock", "context-switches", "cpu-migrations"):
-            for mode in modes:
-                m = _mean_of(pt, mode, ev)
-                if m is not None:
-                    verdict.add(f"measured {ev} ({mode}, {rate:g} pkt/s, mean of repetitions)", None, m,
-                                "msec" if ev == "task-clock" else "", "", "info", "")
-
-
-def _mean_of(pt: Any, mode: str, ev: str) -> float | None:
+def mean_of(pt: Any, mode: str, event: str) -> float | None:
+    """The mean of ``event`` for ``mode`` in a perf_table (None where missing)."""
     if pt is None or len(pt) == 0:
         return None
-    row = pt[(pt["mode"] == mode) & (pt["event"] == ev)]
+    row = pt[(pt["mode"] == mode) & (pt["event"] == event)]
     if len(row) == 0:
         return None
     v = row.iloc[0]["mean"]
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
-
-def leftovers(tokens: set[str] | None = None) -> dict[str, list[str]]:
-    """benchbook-owned namespaces, links, cgroups and DPDK dirs on this host whose run is over
-    (resources of runs still in progress in other processes are not leftovers); with tokens:
-    only those of these runs."""
-    from benchbook.testbed.names import token_of
-    from benchbook.testbed.state import live_tokens
-    from benchbook.testbed.sweep import benchbook_cgroups, benchbook_links, benchbook_netns
-
-    live = live_tokens()
-
-    def dead(names: list[str]) -> list[str]:
-        return [n for n in names if token_of(Path(n).name) not in live
-                and (tokens is None or token_of(Path(n).name) in tokens)]
-
-    dpdk = Path("/var/run/dpdk")
-    return {
-        "netns": dead(benchbook_netns()), "links": dead(benchbook_links()),
-        "cgroups": dead([str(p) for p in benchbook_cgroups()]),
-        "dpdk": dead([p.name for p in dpdk.iterdir() if p.name.startswith("bb-")]) if dpdk.is_dir() else [],
-    }
