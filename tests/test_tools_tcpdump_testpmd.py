@@ -3,6 +3,9 @@ their own output, clear errors when they cannot start, nothing left behind."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import time
 from pathlib import Path
 
@@ -10,6 +13,26 @@ import pytest
 
 from conftest import require_program, require_root
 from benchbook.tools import loadgen, tcpdump, testpmd
+
+
+def _wait_captured(cap: tcpdump.Capture, n: int, timeout_s: float = 10.0) -> None:
+    """Poll tcpdump's own count (SIGUSR1 makes it print its statistics) until it has captured n packets."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        os.kill(cap.command.pid, signal.SIGUSR1)
+        time.sleep(0.02)
+        # "tcpdump: 120 packets captured, 123 packets received by filter, 0 packets dropped by kernel"
+        counts = re.findall(r"(\d+) packets captured", cap.command.output("stderr"))
+        if counts and int(counts[-1]) >= n:
+            return
+
+
+def _wait_rx(tb, node: str, ifname: str, n: int, timeout_s: float = 10.0) -> None:
+    """Poll an interface's kernel receive counter until it reaches n."""
+    path = f"/sys/class/net/{ifname}/statistics/rx_packets"
+    deadline = time.monotonic() + timeout_s
+    while int(tb.host(node).run(["cat", path]).stdout) < n and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -27,7 +50,7 @@ def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
     cap = tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv(tb.ifname("din"), pcap, direction="in",
                                                                    bpf_filter="udp"), pcap)
     loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=1000, count=123))
-    time.sleep(0.2)
+    _wait_captured(cap, 123)
     st = cap.stop()
     assert st["captured"] == 123 and st["received_by_filter"] == 123 and st["dropped_by_kernel"] == 0
     assert st["exit_code"] == 0 and "--time-stamp-precision=nano" in st["argv"]
@@ -48,7 +71,7 @@ def test_testpmd_forwards_and_reports(tb):
                               file_prefix=f"bb-{tb.token}-tp")
     tp = testpmd.start_testpmd(tb.host("dut"), argv)
     loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=2000, count=500))
-    time.sleep(0.3)
+    _wait_rx(tb, "ts", tb.ifname("ts0"), 500)  # every forwarded frame has left testpmd's out port
     st = tp.stop()
     assert st["exit_code"] == 0
     assert st["ports"][0]["RX-packets"] == 500 and st["ports"][1]["TX-packets"] == 500
