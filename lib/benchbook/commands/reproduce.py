@@ -10,6 +10,7 @@
     benchbook reproduce --list        every entry, its paper folder, mode, published values and
                                       whether it can run here
     benchbook reproduce --all         every entry that can run here (the others: skipped, with why)
+    --list/--all --paper PAPER_ID     only the entries of that paper folder
 
 Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
 failed > mismatch > partial > reproduced; skipped entries do not count):
@@ -261,6 +262,7 @@ def register(app: typer.Typer) -> None:
         papers: list[Path] = typer.Option(
             [], "--papers", help="add a paper folder (or a folder of paper folders); repeatable; "
                                  "BENCHBOOK_PAPERS=dir1:dir2 adds more"),
+        paper: Optional[str] = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
         runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
     ) -> None:
@@ -275,9 +277,20 @@ def register(app: typer.Typer) -> None:
             console.print("--dry-run needs an entry ID")
             raise typer.Exit(EXIT_BAD_USAGE)
         overrides = _parse_overrides(param)
+
+        def selected():
+            entries = load_registry(papers)
+            if paper is None:
+                return entries
+            chosen = {k: e for k, e in entries.items() if e.folder.name == paper}
+            if not chosen:
+                known = ", ".join(sorted({e.folder.name for e in entries.values()}))
+                raise RegistryError(f"no paper folder {paper!r} on the search path (known: {known})")
+            return chosen
+
         try:
             if list_:
-                _list_entries(load_registry(papers), console)
+                _list_entries(selected(), console)
                 raise typer.Exit(EXIT_REPRODUCED)
             if figure_id:
                 entry = load_entry(figure_id, papers=papers)
@@ -289,7 +302,7 @@ def register(app: typer.Typer) -> None:
                 if res["outcome"] == "dry run":
                     raise typer.Exit(EXIT_REPRODUCED)
                 raise typer.Exit(EXIT_CODES[res["outcome"]])
-            entries = load_registry(papers)
+            entries = selected()
         except RegistryError as exc:
             console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE)
