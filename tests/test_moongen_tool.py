@@ -242,13 +242,16 @@ def test_build_command() -> None:
 
 def test_run_moongen_keeps_output(tmp_path: Path) -> None:
     # A real process whose stdout is MoonGen output (MoonGen itself needs DPDK NICs).
-    run = run_moongen(["cat", str(DATA / "l2-load-latency.stdout")], tmp_path, name="l2")
+    from benchbook.tools.host import CommandLog, LocalHost, read_command_log
+
+    host = LocalHost(log=CommandLog(tmp_path))
+    run = run_moongen(host, ["cat", str(DATA / "l2-load-latency.stdout")], name="l2")
     assert run.returncode == 0
-    assert (tmp_path / "l2.cmd").read_text().startswith("cat ")
+    assert read_command_log(tmp_path)[0]["argv"][0] == "cat"
     assert run.stdout_path.read_bytes() == (DATA / "l2-load-latency.stdout").read_bytes()
     assert len(run.throughput) == 10 and run.summaries[0]["samples"] == 1214
-    slow = run_moongen([sys.executable, "-c", "import time; print('[Device: id=0] TX: 1.00 Mpps, 512 Mbit/s "
-                        "(672 Mbit/s with framing)', flush=True); time.sleep(30)"], tmp_path, name="slow",
+    slow = run_moongen(host, [sys.executable, "-c", "import time; print('[Device: id=0] TX: 1.00 Mpps, 512 Mbit/s "
+                        "(672 Mbit/s with framing)', flush=True); time.sleep(30)"], name="slow",
                        timeout_s=2)
     assert slow.returncode == -9
     assert len(slow.throughput) == 1  # what was printed before the timeout is kept

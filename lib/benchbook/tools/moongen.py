@@ -11,12 +11,13 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbook.tools.moongen_output import parse_histogram_summaries, read_throughput_log
+from benchbook.tools.host import TIMEOUT_EXIT, Host
+from benchbook.tools.moongen_output import parse_histogram_summaries, parse_throughput
 
 PROGRAM = "MoonGen"
 
@@ -154,59 +155,49 @@ class MoonGenRun:
 
     command: list[str]
     returncode: int
-    stdout_path: Path
-    stderr_path: Path
+    stdout_path: Path | None            # in the host's command log (None: a log without directory)
+    stderr_path: Path | None
     duration_s: float
-    throughput: Any = None              # DataFrame from read_throughput_log(stdout)
+    throughput: Any = None              # DataFrame from parse_throughput(stdout)
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
 
     @property
     def command_line(self) -> str:
         return shlex.join(self.command)
 
 
-def run_moongen(
-    command: Sequence[str],
-    log_dir: str | os.PathLike,
-    cwd: str | os.PathLike | None = None,
-    timeout_s: float | None = None,
-    runner: Callable[..., int] | None = None,
-    name: str = "moongen",
-) -> MoonGenRun:
-    """Run a MoonGen command (from :func:`build_command`) and keep everything it printed.
+def run_moongen(host: Host, command: Sequence[str], cwd: str | os.PathLike | None = None,
+                timeout_s: float | None = None, name: str = "moongen") -> MoonGenRun:
+    """Run a MoonGen command (from :func:`build_command`) on ``host`` and keep everything it printed.
 
-    stdout and stderr go to <log_dir>/<name>.stdout / .stderr as they are produced, the command
-    line to <name>.cmd, so a crash or timeout loses nothing already printed. `runner` lets a
-    testbed backend run it elsewhere (e.g. over ssh): it is called as
-    ``runner(command, cwd=..., stdout=fh, stderr=fh, timeout=...)`` and returns the exit code;
-    the default runs it locally with subprocess. A timeout kills the process and is reported
-    as return code -9 with a note in the stderr file.
+    The command goes into the host's command log; its stdout and stderr are written to the log's
+    files as they are produced, so a crash or timeout loses nothing already printed. A timeout
+    kills the process and is reported as return code -9 with a note at the end of stderr.
     """
-    out = Path(log_dir)
-    out.mkdir(parents=True, exist_ok=True)
     cmd = [str(c) for c in command]
-    (out / f"{name}.cmd").write_text(shlex.join(cmd) + "\n")
-    stdout_path, stderr_path = out / f"{name}.stdout", out / f"{name}.stderr"
     t0 = time.monotonic()
-    with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
-        if runner is not None:
-            rc = int(runner(cmd, cwd=cwd, stdout=so, stderr=se, timeout=timeout_s))
-        else:
-            proc = subprocess.Popen(cmd, cwd=cwd, stdout=so, stderr=se, start_new_session=True)
-            try:
-                rc = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                se.write(f"\n[benchbook] killed after timeout of {timeout_s} s\n".encode())
-                rc = -9
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
-    run = MoonGenRun(cmd, rc, stdout_path, stderr_path, time.monotonic() - t0)
-    run.throughput = read_throughput_log(stdout_path)
-    run.summaries = parse_histogram_summaries(stdout_path.read_text(errors="replace"))
+    running = host.start(cmd, what=name, cwd=str(cwd) if cwd is not None else None)
+    note = ""
+    try:
+        rc = running.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        running.kill()
+        rc = TIMEOUT_EXIT
+        note = f"\n[benchbook] killed after timeout of {timeout_s} s\n"
+    except BaseException:
+        running.kill()
+        raise
+    stdout_path = host.log.path(running.record.stdout)
+    stderr_path = host.log.path(running.record.stderr)
+    if note and stderr_path is not None:
+        with open(stderr_path, "a") as fh:
+            fh.write(note)
+    out, err = running.output("stdout"), running.output("stderr") + note
+    run = MoonGenRun(cmd, rc, stdout_path, stderr_path, time.monotonic() - t0, stdout=out, stderr=err)
+    run.throughput = parse_throughput(out, source=f"{name} stdout")
+    run.summaries = parse_histogram_summaries(out)
     return run
 
 
