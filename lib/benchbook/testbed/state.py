@@ -3,7 +3,7 @@
 Each run token has a small JSON file under ``/run/benchbook/`` naming the owning process
 (pid and its start time, so a recycled pid is not mistaken for the owner), the processes
 it started and the host settings it changed together with their previous values. The
-start-up sweep (:mod:`benchbook.testbed.sweep`) removes the resources of tokens whose
+start-up sweep (:mod:`benchbook.testbed.cleanup`) removes the resources of tokens whose
 owner is gone and puts the recorded settings back; resources of live runs are left alone.
 """
 
