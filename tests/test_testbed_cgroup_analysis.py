@@ -3,7 +3,9 @@ and a point's analysis on a generated capture pair with known truth (no root nee
 
 from __future__ import annotations
 
+import bisect
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,10 +15,12 @@ from benchbook.experiment import latency_point as cl
 
 
 def ref_percentile(values: list[int], p: float) -> int:
-    """Smallest value with at least p % of the values at or below it (plain Python)."""
+    """Smallest value with at least p % of the values at or below it (plain Python, p as the exact decimal it
+    is written as: 99.9 is 999/1000)."""
     s = sorted(values)
+    need = Fraction(repr(float(p))) * len(s) / 100
     for v in s:
-        if sum(1 for x in s if x <= v) >= p / 100.0 * len(s) - 1e-9:
+        if bisect.bisect_right(s, v) >= need:  # how many values are <= v
             return v
     return s[-1]
 
@@ -28,6 +32,9 @@ def test_discrete_percentiles_match_reference():
     for p in (0.1, 25, 50, 90, 99, 99.9, 100):
         assert got[p] == ref_percentile(vals, p), p
     assert discrete_percentiles(np.array([], dtype=np.int64), cl.PERCENTILES) == {p: None for p in cl.PERCENTILES}
+    # the exact-rank edge: 1000 distinct values, p = 99.9 is the 999th (floating point alone says the 1000th)
+    thousand = np.arange(1, 1001)
+    assert discrete_percentiles(thousand, [99.9])[99.9] == ref_percentile(thousand.tolist(), 99.9) == 999
 
 
 def test_percentile_ladder_is_exact_and_monotone():
@@ -52,7 +59,7 @@ def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
     assert an["max_ns"] == kept.max() and an["min_ns"] == kept.min()
     ref = sorted(kept.tolist())
     for p in ("50", "99", "99.9"):
-        assert an["percentiles_ns"][p] == ref[math.ceil(float(p) / 100 * len(ref)) - 1]
+        assert an["percentiles_ns"][p] == ref_percentile(ref, float(p))
     assert (tmp_path / "latencies.parquet").exists()
 
 
