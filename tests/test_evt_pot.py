@@ -49,7 +49,8 @@ def test_return_level_formula_and_xi_zero_limit():
     u, sigma, xi, zeta, m = 370.0, 27.813, -0.064, 42 / 1264, 10_000
     direct = u + genpareto.ppf(1 - 1 / (m * zeta), xi, scale=sigma)
     assert evt.return_level(u, sigma, xi, zeta, m) == pytest.approx(direct, rel=1e-12)
-    assert evt.return_level(u, sigma, 1e-7, zeta, m) == pytest.approx(evt.return_level(u, sigma, 0.0, zeta, m), rel=1e-5)
+    assert evt.return_level(u, sigma, 1e-7, zeta, m) == pytest.approx(
+        evt.return_level(u, sigma, 0.0, zeta, m), rel=1e-5)
     # gradient against central differences
     g = evt.return_level_gradient(sigma, xi, zeta, m)
     h = 1e-6
@@ -142,7 +143,7 @@ def test_too_few_exceedances():
 
 
 def _decluster_reference(t, x, u, gap):
-    ex = sorted((ti, xi) for ti, xi in zip(t, x) if xi > u)
+    ex = sorted((ti, xi) for ti, xi in zip(t, x, strict=True) if xi > u)
     clusters = []
     for ti, xi in ex:
         if clusters and ti - clusters[-1]["end"] <= gap:
@@ -163,7 +164,7 @@ def test_decluster_by_gap_matches_plain_loop():
     df = evt.decluster_by_gap(t[::-1], x[::-1], 2.0, 0.3)  # input order does not matter
     ref = _decluster_reference(t, x, 2.0, 0.3)
     assert len(df) == len(ref)
-    for row, r in zip(df.itertuples(), ref):
+    for row, r in zip(df.itertuples(), ref, strict=True):
         assert (row.start, row.end, row.size, row.max, row.t_max) == pytest.approx(
             (r["start"], r["end"], r["size"], r["max"], r["t_max"]))
     burst = df[(df.start <= 40.5) & (df.end >= 40)]

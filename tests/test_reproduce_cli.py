@@ -76,7 +76,8 @@ def test_user_paper_mismatch_partial_list_and_all(tmp_path):
     src = (SCHEERER / "scheerer-iitm23-return-level.toml").read_text()
     assert "value = 505\n" in src
     (folder / "my-return-level.toml").write_text(
-        src.replace('id = "scheerer-iitm23-return-level"', 'id = "my-return-level"').replace("value = 505\n", "value = 520\n"))
+        src.replace('id = "scheerer-iitm23-return-level"', 'id = "my-return-level"')
+        .replace("value = 505\n", "value = 520\n"))
     (folder / "needs-a-testbed.toml").write_text(
         'id = "needs-a-testbed"\ntitle = "t"\nnotebook = "scheerer-iitm23-evt.ipynb"\n'
         'mode = "testbed-measurement"\nrequires = ["no-such-program-xyz", "testbed"]\n')

@@ -56,7 +56,7 @@ def test_histogram_agrees_with_percentile_ladder(cat, folder, repeat):
     # below ~1/n the ladder's last rows are all the maximum; test the rows resolved by the data
     keep = (1 - ps) * dist.count >= 1
     got = dist.percentiles(list(ps[keep] * 100))
-    for p, v in zip(ps[keep], ladder.value.to_numpy()[keep]):
+    for p, v in zip(ps[keep], ladder.value.to_numpy()[keep], strict=True):
         assert got[p * 100] == (v // 100) * 100, (p, v)
     assert dist.max == (ladder.value.max() // 100) * 100
     stats = pe.read_stats(row.stats_path)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.reproduce.capabilities import PROGRAM_PACKAGES, check_requirement, entry_blockers, missing_requirements
 from benchbook.paths import NOTEBOOKS_DIR, PUBLISHED_DIR
+from benchbook.reproduce.capabilities import PROGRAM_PACKAGES, check_requirement, entry_blockers, missing_requirements
 from benchbook.reproduce.registry import (
     MODES,
     RegistryError,
@@ -67,12 +67,15 @@ def test_good_entry_and_tolerances(tmp_path):
     (lambda s: s.replace('id = "demo"', 'id = "other"'), "must equal the file name"),
     (lambda s: s.replace('"published-data"', '"somewhere"'), "mode 'somewhere' is not one of"),
     (lambda s: s.replace("tolerance_abs = 0.1\n", ""), "needs tolerance_abs, tolerance_rel or decimals"),
-    (lambda s: s.replace("tolerance_abs = 0.1", "decimals = 2\nrounding = 'ceiling'"), "rounding 'ceiling' is not one of"),
-    (lambda s: s.replace("tolerance_abs = 0.1", "tolerance_abs = 0.1\nrounding = 'truncate'"), "rounding needs decimals"),
+    (lambda s: s.replace("tolerance_abs = 0.1", "decimals = 2\nrounding = 'ceiling'"),
+     "rounding 'ceiling' is not one of"),
+    (lambda s: s.replace("tolerance_abs = 0.1", "tolerance_abs = 0.1\nrounding = 'truncate'"),
+     "rounding needs decimals"),
     (lambda s: s.replace('unit = "us"', 'unit = "us"\nrepeat = 1.5'), "field 'repeat' must be str or int"),
     (lambda s: s.replace("value = 1.5", 'value = "1.5"'), "field 'value' must be int or float"),
     (lambda s: s + "[[published]]\nname='x'\nvalue=1\nunit=''\ntolerance_abs=0\n", "duplicate published name"),
-    (lambda s: s.replace('unit = "us"', 'unit = "us"\nsource = "p. 3"'), "\\[\\[published\\]\\] #1: unknown field 'source'"),
+    (lambda s: s.replace('unit = "us"', 'unit = "us"\nsource = "p. 3"'),
+     "\\[\\[published\\]\\] #1: unknown field 'source'"),
     (lambda s: "requires = [1]\n" + s, "'requires' must be a list"),
     (lambda s: "title = 'again'\n" + s, "not valid TOML"),
 ])
@@ -93,7 +96,9 @@ shared = "containerized-low-latency"
 """
 
 
-def make_paper(root, entries=(("demo", GOOD.replace('citation = "c"\n', "")),)):
+def make_paper(root, entries=None):
+    if entries is None:
+        entries = [("demo", GOOD.replace('citation = "c"\n', ""))]
     folder = root / "my-paper"
     (folder / "data").mkdir(parents=True)
     (folder / "paper.toml").write_text(PAPER)
@@ -126,7 +131,8 @@ def test_user_paper_folders_add_to_the_builtin_ones(tmp_path, monkeypatch):
 
 
 def test_datasets_notebooks_and_citation_resolve(tmp_path):
-    text = GOOD.replace('citation = "c"\n', "").replace('notebook = "x.ipynb"', 'notebook = "benchbook:evaluator-table.ipynb"')
+    text = GOOD.replace('citation = "c"\n', "")
+    text = text.replace('notebook = "x.ipynb"', 'notebook = "benchbook:evaluator-table.ipynb"')
     folder = make_paper(tmp_path, [("b", 'dataset = "local"\n' + text.replace('id = "demo"', 'id = "b"')),
                                    ("c", 'dataset = "shared"\n' + text.replace('id = "demo"', 'id = "c"')),
                                    ("d", 'dataset = "elsewhere"\n' + text.replace('id = "demo"', 'id = "d"'))])

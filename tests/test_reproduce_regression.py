@@ -46,7 +46,7 @@ def test_same_values_and_statuses_as_before_the_move(figure_id, tmp_path):
     rows = [{"name": r.name, "computed": r.computed, "status": r.status} for r in res["verdict"].rows]
     before = BEFORE[figure_id]["rows"]
     assert [r["name"] for r in rows] == [r["name"] for r in before]
-    for now, then in zip(rows, before):
+    for now, then in zip(rows, before, strict=True):
         assert now["status"] == then["status"], now["name"]
         assert _same(now["computed"], then["computed"]), (now["name"], now["computed"], then["computed"])
     assert res["verdict"].ok == BEFORE[figure_id]["ok"]

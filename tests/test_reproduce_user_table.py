@@ -193,7 +193,8 @@ def test_user_table_reproduces_from_its_own_folder(paper, tmp_path):
     assert med["status"] == "match" and med["computed"] == 114.829 and "repeat 2 (median of 3)" in med["runs"]
     gone = rows["container rt / max / 200k / repeat 2"]
     assert gone["status"] == "not derivable" and gone["computed"] is None
-    assert "repeat 2 of container/rt/optimized at 200000 pkt/s is not in the dataset (repeats there: 0, 1)" in gone["note"]
+    assert ("repeat 2 of container/rt/optimized at 200000 pkt/s is not in the dataset (repeats there: 0, 1)"
+            in gone["note"])
     unstated = rows["bare-metal rt / p99.9 / 10k / unstated"]
     assert unstated["status"] == "not derivable"
     assert "only repeats [1, 2] of 3" in unstated["note"] and "the missing one may" in unstated["note"]

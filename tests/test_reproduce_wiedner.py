@@ -98,7 +98,8 @@ def test_rate_table_and_hdr_series(cat):
     assert len(rates) == 72
     assert rates.no_matched_packets.sum() == 1  # bare-metal nohz-optimized 1 Mpkt/s repeat 1
     ok = rates[~rates.no_matched_packets]
-    assert (ok.p50_ns <= ok.p99_ns).all() and (ok.p99_ns <= ok["p99.9_ns"]).all() and (ok["p99.99_ns"] <= ok.max_ns).all()
+    assert (ok.p50_ns <= ok.p99_ns).all() and (ok.p99_ns <= ok["p99.9_ns"]).all()
+    assert (ok["p99.99_ns"] <= ok.max_ns).all()
     vm = ok[(ok.variant == "rt-optimized") & (ok.rate_pps == 1_000_000)]
     assert sorted(vm.max_ns) == [112910, 124120, 130738]
     from benchbook.figures import rate_panels

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -254,7 +254,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reproduce")
     def reproduce(
-        figure_id: Optional[str] = typer.Argument(None, help="registry id, e.g. wiedner-itc23-table3"),
+        figure_id: str | None = typer.Argument(None, help="registry id of an entry (see --list)"),
         list_: bool = typer.Option(False, "--list", help="list every entry and whether it can run here"),
         all_: bool = typer.Option(False, "--all", help="reproduce every entry that can run here"),
         show: bool = typer.Option(False, "--show", help="show the entry ID with its notebook parameters"),
@@ -262,8 +262,8 @@ def register(app: typer.Typer) -> None:
         papers: list[Path] = typer.Option(
             [], "--papers", help="add a paper folder (or a folder of paper folders); repeatable; "
                                  "BENCHBOOK_PAPERS=dir1:dir2 adds more"),
-        paper: Optional[str] = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
-        runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where run directories go"),
+        paper: str | None = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
+        runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
     ) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
@@ -305,7 +305,7 @@ def register(app: typer.Typer) -> None:
             entries = selected()
         except RegistryError as exc:
             console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
-            raise typer.Exit(EXIT_BAD_USAGE)
+            raise typer.Exit(EXIT_BAD_USAGE) from exc
         results = []
         for entry in entries.values():
             res = reproduce_entry(entry, runs_dir, overrides, console)

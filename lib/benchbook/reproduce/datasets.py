@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchbook.errors import BenchbookError
-from benchbook.provenance.checksums import sha256_file
 from benchbook.paths import PUBLISHED_DIR
+from benchbook.provenance.checksums import sha256_file
 
 SUMS_NAME = "SHA256SUMS"
 

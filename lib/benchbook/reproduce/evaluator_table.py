@@ -159,7 +159,8 @@ def _decide(cell: Cell, expected: int | None) -> None:
             cell.note = cell.errors[rep]
         else:
             have = ", ".join(map(str, present)) or "none"
-            cell.note = f"repeat {rep} of {cell.folder} at {cell.rate_pps} pkt/s is not in the dataset (repeats there: {have})"
+            cell.note = (f"repeat {rep} of {cell.folder} at {cell.rate_pps} pkt/s is not in the dataset "
+                         f"(repeats there: {have})")
         _status(cell)
         return
     missing = ""

@@ -13,7 +13,7 @@ from benchbook.analysis import evt
 from benchbook.tools import pos_evaluator as pe
 
 
-def run_return_levels(cat, cells, rate_pps: int, tail_quantile: float = 0.999999, alpha: float = 0.05):
+def run_return_levels(cat, cells, rate_pps: int, tail_quantile: float, alpha: float = 0.05):
     """cells: (name, folder) pairs. For every cell and every repeat r of its runs at `rate_pps`: fit a
     GPD to r's tail, compute the n-observation
     return level (n = r's packet count: the level exceeded about once per run) with a delta-method
@@ -125,5 +125,6 @@ def cluster_rows(verdict, clusters, gap_s: float = 1e-3) -> None:
             f"(1 = independent extremes); largest cluster {rec.largest_cluster_size} packets over "
             f"{rec.largest_cluster_duration_ms:.2f} ms at t = {rec.largest_cluster_t_s:.1f} s, max "
             f"{rec.largest_cluster_max_us:.2f} µs; the run's maximum {rec.max_us:.2f} µs lies in a cluster of "
-            f"{rec.max_cluster_size} packets over {rec.max_cluster_duration_ms:.2f} ms at t = {rec.max_cluster_t_s:.1f} s",
+            f"{rec.max_cluster_size} packets over {rec.max_cluster_duration_ms:.2f} ms at "
+            f"t = {rec.max_cluster_t_s:.1f} s",
         )

@@ -9,7 +9,7 @@ whole search path: a duplicate is an error naming both files.
 
 paper.toml::
 
-    id = "wiedner-itc23"                     # must equal the folder name
+    id = "smith-conf24"                      # must equal the folder name
     title = "..."
     citation = "..."                         # inherited by every entry that gives none
     unstated = "what the paper leaves unstated"
@@ -19,10 +19,10 @@ paper.toml::
 
 <entry id>.toml (data only)::
 
-    id = "wiedner-itc23-table3"              # must equal the file name without .toml
+    id = "smith-conf24-table2"               # must equal the file name without .toml
     title = "..."
     citation = "..."                         # optional: paper.toml's citation
-    notebook = "wiedner-itc23.ipynb"         # relative to the paper folder, or "benchbook:<name>.ipynb"
+    notebook = "smith-conf24.ipynb"          # relative to the paper folder, or "benchbook:<name>.ipynb"
                                              # for a reusable notebook in notebooks/reusable/
     mode = "published-data"                  # | "local-measurement" | "testbed-measurement"
     dataset = "containerized-low-latency"    # a name of paper.toml's [datasets], or a folder under
@@ -37,7 +37,7 @@ paper.toml::
 
     [[published]]                            # one number printed in the paper
     name = "..."
-    value = 9969.08
+    value = 123.45
     unit = "us"
     tolerance_abs = 0.005                    # and/or tolerance_rel = 0.01 (fraction of |value|);
                                              # with both, the larger allowed deviation applies

@@ -86,7 +86,7 @@ class Verdict:
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
-    def for_entry(cls, entry: FigureEntry) -> "Verdict":
+    def for_entry(cls, entry: FigureEntry) -> Verdict:
         v = cls(figure_id=entry.id, title=entry.title, citation=entry.citation, entry=entry,
                 claim_text=entry.claim, claim_rows=tuple(entry.claim_rows))
         if entry.notes:
@@ -247,7 +247,7 @@ class Verdict:
         return path
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
         v = cls(figure_id=data["figure_id"], title=data.get("title", ""), citation=data.get("citation", ""))
         v.rows = [VerdictRow(**r) for r in data.get("rows", [])]
         v.figures = dict(data.get("figures", {}))
@@ -258,7 +258,7 @@ class Verdict:
         return v
 
     @classmethod
-    def load(cls, path: Path | str) -> "Verdict":
+    def load(cls, path: Path | str) -> Verdict:
         path = Path(path)
         if path.is_dir():
             path = path / VERDICT_FILE

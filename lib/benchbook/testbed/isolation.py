@@ -1,4 +1,4 @@
-"""CPU isolation recipes of Daichendt/Wiedner/Andre (IITM SS23), as context managers.
+"""CPU isolation recipes for the DuT core (cgroup v1 and v2 cpusets), as context managers.
 
 - ``none``: the DuT only gets its own cpuset (a plain cgroup pinned to the DuT core);
   everything else keeps running where it likes.

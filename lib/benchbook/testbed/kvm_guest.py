@@ -1,6 +1,6 @@
-"""A DuT guest VM booted with a chosen cgroup hierarchy: the paper's real v1/v2 switch.
+"""A DuT guest VM booted with a chosen cgroup hierarchy: a real v1/v2 switch.
 
-Daichendt et al. switch the DuT between cgroup v1 and v2 with the kernel parameter
+A DuT switches between cgroup v1 and v2 with the kernel parameter
 ``systemd.unified_cgroup_hierarchy=0|1``. A container cannot change its host's boot parameters,
 but a guest VM can: this module boots Debian's own kernel (linux-image-amd64) with a debootstrap
 root file system under qemu-system-x86_64, runs one shell script in the guest, reports the

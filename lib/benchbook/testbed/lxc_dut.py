@@ -1,7 +1,7 @@
 """DuT kind ``testpmd-lxc``: dpdk-testpmd as the init process of an LXC container.
 
-The paper's DuT (Daichendt et al., IITM SS23) is "a single LXC container with direct access to
-the ingress and egress interfaces" running a DPDK L2 forwarder. Here:
+The DuT is a single LXC container with direct access to the ingress and egress interfaces,
+running a DPDK L2 forwarder. Here:
 
 - the container's root file system is a debootstrap tree (minbase + Debian's dpdk) built once and
   cached (:mod:`benchbook.testbed.rootfs`), mounted as the read-only lower layer of an overlay so

@@ -98,7 +98,7 @@ def _locate_bad_line(path: Path, lines: Sequence[str], columns: Sequence[str], t
         fields = line.split(",")
         if len(fields) != len(columns):
             return f"{path}:{i}: expected {len(columns)} fields ({','.join(columns)}), got {len(fields)}"
-        for name, field in zip(columns, fields):
+        for name, field in zip(columns, fields, strict=True):
             if name in text_cols:
                 continue
             try:
@@ -414,7 +414,7 @@ def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy:
     for _, grp in sub.groupby("variant", sort=True):
         grp = grp.sort_values("repeat")
         ladders = [read_percentiles(p) for p in grp["percentiles_path"]]
-        empty = [run_label(r) for r, lad in zip(grp.itertuples(), ladders) if ladder_is_empty(lad)]
+        empty = [run_label(r) for r, lad in zip(grp.itertuples(), ladders, strict=True) if ladder_is_empty(lad)]
         runs.extend(f"{e} (no matched packets: skipped)" for e in empty)
         if repeat_policy == "worst":
             maxima = [-1.0 if ladder_is_empty(lad) else float(lad["value"].max()) for lad in ladders]
