@@ -85,8 +85,8 @@ class ExperimentParams:
 # -------------------------------------------------------------------------------------------------
 # one measurement point
 # -------------------------------------------------------------------------------------------------
-def _point_dir(out: Path, mode: str, rate: float, rep: int) -> Path:
-    return out / "raw" / mode / f"rate{int(rate)}" / f"rep{rep}"
+def _point_dir(out: Path, mode: str, rate_pps: float, rep: int) -> Path:
+    return out / "raw" / mode / f"rate{int(rate_pps)}" / f"rep{rep}"
 
 
 def _rate_label(rate_pps: float) -> str:
@@ -275,13 +275,13 @@ def dry_run_plan(params: ExperimentParams) -> dict[str, list[str]]:
         from benchbook.testbed.ssh import SshBackend
 
         backend = SshBackend(params.inventory, dry_run=True)
-        for mode, rate, rep in _grid(params):
-            m = _testbed_measurement(params, mode, rate, rep)
-            for role, lines in backend.host_commands(m, run_dir=f"RUN/raw/{mode}/{_rate_label(rate)}/rep{rep}").items():
+        for mode, rate_pps, rep in _grid(params):
+            m = _testbed_measurement(params, mode, rate_pps, rep)
+            for role, lines in backend.host_commands(m, run_dir=f"RUN/raw/{mode}/{_rate_label(rate_pps)}/rep{rep}").items():
                 per_host.setdefault(role, []).extend(lines)
         return per_host
-    for mode, rate, rep in _grid(params):
-        for role, lines in local_plan(params, mode, rate, rep).items():
+    for mode, rate_pps, rep in _grid(params):
+        for role, lines in local_plan(params, mode, rate_pps, rep).items():
             per_host.setdefault(role, []).extend(lines)
     return per_host
 
@@ -379,17 +379,17 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
 
         backend = get_backend("testbed", inventory=params.inventory, dry_run=False, log=log)
     points: list[dict[str, Any]] = []
-    for mode, rate, rep in _grid(params):
+    for mode, rate_pps, rep in _grid(params):
         if not arms[mode]["runnable"]:
-            points.append({"mode": mode, "rate_pps": rate, "repetition": rep, "status": "not runnable",
+            points.append({"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "not runnable",
                            "reason": arms[mode]["reason"]})
             continue
         if progress:
-            progress(f"{mode} @ {rate:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
+            progress(f"{mode} @ {rate_pps:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
         if backend is None:
-            points.append(measure_point(params, mode, rate, rep, out, log))
+            points.append(measure_point(params, mode, rate_pps, rep, out, log))
         else:
-            points.append(measure_testbed_point(backend, params, mode, rate, rep, out))
+            points.append(measure_testbed_point(backend, params, mode, rate_pps, rep, out))
     result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points}
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
@@ -467,9 +467,9 @@ def load_result(output_dir: Path | str) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------------
 # analysis for the figures and the table
 # -------------------------------------------------------------------------------------------------
-def complete_points(result: dict[str, Any], mode: str | None = None, rate: float | None = None) -> list[dict[str, Any]]:
+def complete_points(result: dict[str, Any], mode: str | None = None, rate_pps: float | None = None) -> list[dict[str, Any]]:
     return [p for p in result["points"] if p.get("status") == "complete"
-            and (mode is None or p["mode"] == mode) and (rate is None or p["rate_pps"] == rate)]
+            and (mode is None or p["mode"] == mode) and (rate_pps is None or p["rate_pps"] == rate_pps)]
 
 
 def worst_repetition(points: list[dict[str, Any]], worst_by: str = "max") -> dict[str, Any] | None:
@@ -492,11 +492,11 @@ def point_label(p: dict[str, Any]) -> str:
             f"loss {0 if loss is None else loss * 100:.2f} %, capture drops {m['capture_drops_pre']}/{m['capture_drops_post']})")
 
 
-def hdr_series(result: dict[str, Any], output_dir: Path | str, rate: float, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
+def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per runnable mode: the worst repetition's exact percentile ladder at one rate."""
     series, runs = {}, []
     for mode in result["params"]["cgroup_modes"]:
-        p = worst_repetition(complete_points(result, mode, rate), worst_by)
+        p = worst_repetition(complete_points(result, mode, rate_pps), worst_by)
         if p is None:
             continue
         _, lat = load_latencies(Path(output_dir), p)
@@ -505,11 +505,11 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate: float, wors
     return series, runs
 
 
-def worst_series(result: dict[str, Any], output_dir: Path | str, rate: float, n: int = 5000, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
+def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, n: int = 5000, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per mode: the n worst latencies of the worst repetition, against seconds since its first packet."""
     series, runs = {}, []
     for mode in result["params"]["cgroup_modes"]:
-        p = worst_repetition(complete_points(result, mode, rate), worst_by)
+        p = worst_repetition(complete_points(result, mode, rate_pps), worst_by)
         if p is None:
             continue
         t, lat = load_latencies(Path(output_dir), p)
@@ -522,15 +522,15 @@ def worst_series(result: dict[str, Any], output_dir: Path | str, rate: float, n:
     return series, runs
 
 
-def annotate_points(fig: Any, result: dict[str, Any], rate: float) -> Any:
-    """Write achieved rate, loss and capture drops of every point at `rate` (and arms not run) onto fig."""
+def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
+    """Write achieved rate, loss and capture drops of every point at `rate_pps` (and arms not run) onto fig."""
     lines = []
     for mode in result["params"]["cgroup_modes"]:
         arm = result["arms"].get(mode, {})
         if not arm.get("runnable", True):
             lines.append(f"{mode}: not runnable here ({arm.get('reason', '')[:90]})")
             continue
-        for p in [q for q in result["points"] if q["mode"] == mode and q["rate_pps"] == rate]:
+        for p in [q for q in result["points"] if q["mode"] == mode and q["rate_pps"] == rate_pps]:
             m = point_metrics(p)
             if p["status"] != "complete":
                 lines.append(f"{mode} rep {p['repetition']}: {p['status']}")
@@ -551,7 +551,7 @@ def rate_table(result: dict[str, Any]) -> Any:
     return pd.DataFrame([point_metrics(p) for p in result["points"]])
 
 
-def perf_table(result: dict[str, Any], rate: float | None = None,
+def perf_table(result: dict[str, Any], rate_pps: float | None = None,
                events_expected: tuple[str, ...] = ("instructions", "branches", "cpu-migrations")) -> Any:
     """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
     without a completed point gets a "not run" row for each of events_expected."""
@@ -559,7 +559,7 @@ def perf_table(result: dict[str, Any], rate: float | None = None,
 
     rows = []
     for mode in result["params"]["cgroup_modes"]:
-        pts = [p for p in complete_points(result, mode, rate) if p.get("perf", {}).get("status") == "run"]
+        pts = [p for p in complete_points(result, mode, rate_pps) if p.get("perf", {}).get("status") == "run"]
         arm = result["arms"].get(mode, {})
         events: dict[str, list[dict[str, Any]]] = {}
         for p in pts:

@@ -38,8 +38,8 @@ class Capability:
         return self.status == PRESENT
 
 
-def _run(cmd: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+def _run(cmd: list[str], timeout_s: float = 10.0) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
 def _read(path: str) -> str | None:

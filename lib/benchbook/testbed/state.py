@@ -21,7 +21,7 @@ _LOCK = threading.Lock()
 _OPEN: dict[str, "RunState"] = {}
 
 
-def process_start_time(pid: int) -> int | None:
+def process_start_ticks(pid: int) -> int | None:
     """Field 22 of /proc/<pid>/stat (start time in clock ticks), None if no such process."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
@@ -31,9 +31,9 @@ def process_start_time(pid: int) -> int | None:
     return int(rest[19])
 
 
-def process_alive(pid: int, start_time: int | None) -> bool:
-    st = process_start_time(pid)
-    return st is not None and (start_time is None or st == start_time)
+def process_alive(pid: int, start_ticks: int | None) -> bool:
+    st = process_start_ticks(pid)
+    return st is not None and (start_ticks is None or st == start_ticks)
 
 
 @dataclass
@@ -60,7 +60,7 @@ class RunState:
         os.replace(tmp, self.path)
 
     def add_pid(self, pid: int, what: str) -> None:
-        self.pids.append((pid, process_start_time(pid), what))
+        self.pids.append((pid, process_start_ticks(pid), what))
         self.save()
 
     def add_restore(self, path: str, previous: str) -> None:
@@ -82,7 +82,7 @@ def acquire(token: str) -> RunState:
     with _LOCK:
         st = _OPEN.get(token)
         if st is None:
-            st = RunState(token=token, owner_start=process_start_time(os.getpid()))
+            st = RunState(token=token, owner_start=process_start_ticks(os.getpid()))
             _OPEN[token] = st
             st.save()
         st.users += 1
