@@ -103,7 +103,7 @@ def test_exact_ladder_points_are_discrete_percentiles():
     pct, v = exact_ladder(vals)
     assert np.all(np.diff(pct) > 0) and np.all(np.diff(v) >= 0)
     assert pct[0] == 0.0 and pct[-1] < 100.0 and v[-1] == srt[-2]  # the last resolved percentile: (N-1)/N
-    for p, x in zip(pct.tolist(), v.tolist()):
+    for p, x in zip(pct.tolist(), v.tolist(), strict=True):
         assert x == srt[rank_by_fraction(repr(p), len(srt)) - 1], p
     # a ladder lookup is the value at the first ladder point at or above p: never below the exact percentile
     at = next(k for k, q in enumerate(pct.tolist()) if q >= 99.9)

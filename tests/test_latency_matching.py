@@ -97,15 +97,16 @@ def test_matching_equals_independent_computation_and_truth(pair, mode, tmp_path)
     res = match_captures(d / "pre.pcap", d / "post.pcap", key, out_parquet=tmp_path / "l.parquet", chunk_packets=1500)
     rows, ref, depth = reference_match(d / "pre.pcap", d / "post.pcap", mode)
     assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
-    got = list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist()))
+    got = list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist(),
+                   strict=True))
     assert got == rows
     # the generator's truth
     assert {k: res.counts[k] for k in COUNT_KEYS} == truth.counts()
     assert truth.lost > 300 and truth.duplicates > 100 and truth.reordered > 100
     if mode == "id":
         delivered = truth.latency_ns >= 0
-        want = dict(zip(truth.id[delivered].tolist(), truth.latency_ns[delivered].tolist()))
-        assert dict(zip(res.id.tolist(), res.latency_ns.tolist())) == want
+        want = dict(zip(truth.id[delivered].tolist(), truth.latency_ns[delivered].tolist(), strict=True))
+        assert dict(zip(res.id.tolist(), res.latency_ns.tolist(), strict=True)) == want
     else:  # ids are pre indices
         assert np.array_equal(res.latency_ns, truth.latency_ns[res.id.astype(np.int64)])
     exact = np.sort(truth.latency_ns[truth.latency_ns >= 0])
@@ -134,7 +135,9 @@ def test_max_latency_and_small_window(pair):
     assert small.counts["window_evicted"] > 0
     assert small.counts["matched"] < truth.matched
     assert small.counts["matched"] + small.counts["lost"] + small.counts["pre_duplicates"] == small.counts["pre"]
-    assert any("raise window_packets" in str(x.message) for x in w)
+    msg = next(str(x.message) for x in w if "raise window_packets" in str(x.message))
+    assert f"{small.counts['window_evicted']} pre packets left the matching window (16 packets)" in msg
+    assert f"and {small.counts['unmatched_post']} post packets found no match" in msg
 
 
 def test_pre_duplicate_keys_are_dropped(tmp_path):
@@ -179,12 +182,14 @@ def test_snaplen_shorter_than_id_and_empty_capture(tmp_path):
     frames = [r[3][:40] for r in rows]
     ts = np.array([r[0] for r in rows], np.int64)
     write_pcap(tmp_path / "short.pcap", ts, frames, snaplen=40)
-    with pytest.raises(CaptureFormatError, match=r"short\.pcap: at byte offset 16: snap length 40 is shorter than the packet id field \(bytes 42\.\.49\)"):
+    with pytest.raises(CaptureFormatError, match=r"short\.pcap: at byte offset 16: snap length 40 is shorter "
+                                                r"than the packet id field \(bytes 42\.\.49\)"):
         match_captures(tmp_path / "short.pcap", tmp_path / "spost.pcap", IdKey(42))
     # snap length large enough in the header, but some packets cut short: counted, first one named
     mixed = [r[3] if i % 10 else r[3][:30] for i, r in enumerate(rows)]
     write_pcap(tmp_path / "mixed.pcap", ts, mixed)
-    with pytest.warns(UserWarning, match=r"mixed\.pcap: 5 pre packets are too short .* byte offset 24 with 30 captured bytes"):
+    with pytest.warns(UserWarning,
+                      match=r"mixed\.pcap: 5 pre packets are too short .* byte offset 24 with 30 captured bytes"):
         res = match_captures(tmp_path / "mixed.pcap", tmp_path / "spost.pcap", IdKey(42))
     assert res.counts["unkeyed_pre"] == 5 and res.counts["matched"] == 45
     write_pcap(tmp_path / "empty.pcap", np.zeros(0, np.int64), [])
@@ -205,8 +210,10 @@ def test_zstd_and_pcapng_inputs_match_like_plain_pcap(pair, tmp_path):
     ng = write_pcapng(tmp_path / "post.pcapng", np.array([r[0] for r in rows]), [r[3] for r in rows])
     res = match_captures(zpre, ng, IdKey(42), chunk_packets=4096)
     assert {k: res.counts[k] for k in COUNT_KEYS} == truth.counts()
-    short = write_pcapng(tmp_path / "short.pcapng", np.array([r[0] for r in rows[:5]]), [r[3][:40] for r in rows[:5]], snaplen=40)
-    with pytest.raises(CaptureFormatError, match=r"short\.pcapng: at byte offset \d+: interface snap length 40 is shorter"):
+    short = write_pcapng(tmp_path / "short.pcapng", np.array([r[0] for r in rows[:5]]), [r[3][:40] for r in rows[:5]],
+                         snaplen=40)
+    with pytest.raises(CaptureFormatError,
+                       match=r"short\.pcapng: at byte offset \d+: interface snap length 40 is shorter"):
         match_captures(short, ng, IdKey(42))
 
 
@@ -247,7 +254,7 @@ def test_zero_and_negative_latencies_are_never_matches(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the step back in the post clock is warned about; counted below
         res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42), max_latency_ns=max_lat)
-    got = dict(zip(res.id.tolist(), res.latency_ns.tolist()))
+    got = dict(zip(res.id.tolist(), res.latency_ns.tolist(), strict=True))
     assert got == {1: 1, 2: 10_000, 5: max_lat - 1}
     assert res.latency_ns.min() > 0
     c = res.counts

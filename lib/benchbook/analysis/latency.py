@@ -25,9 +25,9 @@ capture in ContentKey mode), ``t_pre_ns``, ``t_post_ns``, ``latency_ns``.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -145,8 +145,8 @@ class _KeyedStream:
                     pcap = ch.format == "pcap"
                     raise CaptureFormatError(
                         self.path, 16 if pcap else int(ch.file_offsets[0]),
-                        f"{'' if pcap else 'interface '}snap length {ch.snaplen} is shorter than the packet id field (bytes "
-                        f"{k.offset}..{k.offset + k.width - 1}): no packet can carry its id",
+                        f"{'' if pcap else 'interface '}snap length {ch.snaplen} is shorter than the packet id "
+                        f"field (bytes {k.offset}..{k.offset + k.width - 1}): no packet can carry its id",
                     )
             mk.id_keys(ch.data, ch.offsets, ch.caplen, k.offset, k.width, k.byteorder == "big", hi, lo, ok)
         else:
@@ -283,9 +283,10 @@ def _warnings(pre: Path, post: Path, a: _KeyedStream, b: _KeyedStream, counts: d
     if counts["window_evicted"] and counts["unmatched_post"]:
         msgs.append(
             f"{counts['window_evicted']} pre packets left the matching window ({counts['window_limit']} "
-            "packets) unmatched before max latency had passed, and {counts['unmatched_post']} post packets "
+            f"packets) unmatched before max latency had passed, and {counts['unmatched_post']} post packets "
             "found no match: some may be late copies of them; raise window_packets"
         )
     if counts["pre_duplicates"]:
-        msgs.append(f"{counts['pre_duplicates']} pre packets share a key with another waiting pre packet and were dropped")
+        msgs.append(f"{counts['pre_duplicates']} pre packets share a key with another waiting pre packet "
+                    "and were dropped")
     return msgs

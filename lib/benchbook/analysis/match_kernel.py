@@ -1,10 +1,11 @@
 """numba kernels of the streaming pre/post matcher (see benchbook.analysis.latency).
 
 Pre packets wait in a ring of ``window`` entries, indexed by a linear-probing hash table (with
-tombstones, rebuilt from the ring when they pile up) on their 128-bit key; post packets look their key up. Both captures are walked in merged time order, so a pre
-packet is only waiting while a post packet could still match it (0 < t_post - t_pre < max latency),
-and the ring bounds memory whatever the capture size. A latency of 0 or below is never a match: the
-two captures' clocks cannot order the packets then, so the post copy counts as out of range.
+tombstones, rebuilt from the ring when they pile up) on their 128-bit key; post packets look their key
+up. Both captures are walked in merged time order, so a pre packet is only waiting while a post packet
+could still match it (0 < t_post - t_pre < max latency), and the ring bounds memory whatever the capture
+size. A latency of 0 or below is never a match: the two captures' clocks cannot order the packets then,
+so the post copy counts as out of range.
 """
 
 from __future__ import annotations
