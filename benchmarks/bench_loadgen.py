@@ -4,7 +4,8 @@ Both sides send 64 B frames (60 B without FCS) from the same network namespace, 
 same core, through the same veth pair of a local benchbook topology (the peer drops them):
 
 - ceiling: a minimal C loop that only calls sendmmsg(2) with 32 prebuilt, unchanging frames
-  on an AF_PACKET socket (same 4 MiB SO_SNDBUF as bb-loadgen) (compiled here from the source below, nothing else per packet);
+  on an AF_PACKET socket (same 4 MiB SO_SNDBUF as bb-loadgen), compiled here from the source below,
+  nothing else per packet;
 - bb-loadgen --unpaced --batch 32: the same path plus a fresh packet id and UDP checksum per
   frame. ratio = bb-loadgen / ceiling (1.0 = no overhead over the bare path; < 1 expected).
 - a second row compares bb-loadgen with what a Python user would write: an AF_PACKET socket and
@@ -19,7 +20,6 @@ Needs root (network namespaces); without it the rows are skipped with the reason
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -56,7 +56,9 @@ int main(int argc, char **argv) {
     do {
         int r = sendmmsg(fd, m, 32, 0);
         if (r > 0) sent += (unsigned long long)r;
-        if ((sent & 1023) < 32) { clock_gettime(CLOCK_MONOTONIC, &b); el = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9; }
+        if ((sent & 1023) < 32) {
+            clock_gettime(CLOCK_MONOTONIC, &b); el = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+        }
     } while (el < secs);
     clock_gettime(CLOCK_MONOTONIC, &b); el = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
     printf("%.3f\n", sent / el);
@@ -91,35 +93,40 @@ def run(quick: bool) -> list[dict]:
     secs = 1.0 if quick else 1.5
     rounds = 1 if quick else 5
     cpu = 0
-    binary = loadgen.ensure_binary()
+    loadgen.ensure_binary()
     with tempfile.TemporaryDirectory() as tmp:
         ceiling_bin = Path(tmp) / "sendmmsg-ceiling"
         src = Path(tmp) / "ceiling.c"
         src.write_text(CEILING_C)
         subprocess.run(["cc", "-O2", "-o", str(ceiling_bin), str(src)], check=True)
         with LocalBackend().topology() as tb:
-            ifc, ns = tb.ifname("lg0"), tb.netns("lg")
+            ifc = tb.ifname("lg0")
             pin = ["taskset", "-c", str(cpu)]
             best_ceiling = best_lg = best_py = 0.0
             for _ in range(rounds):  # interleaved, best of N (the machine is shared)
                 out = tb.run("lg", [*pin, str(ceiling_bin), ifc, str(secs)], timeout_s=secs * 5 + 30).stdout
                 best_ceiling = max(best_ceiling, float(out.strip()))
-                rep = loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=ifc, rate_pps=None, duration_s=secs, cpu=cpu))
+                rep = loadgen.run_loadgen(tb.host("lg"), loadgen.LoadgenConfig(iface=ifc, rate_pps=None,
+                                                                               duration_s=secs, cpu=cpu))
                 best_lg = max(best_lg, float(rep["achieved_pps"]))
-                out = tb.run("lg", [*pin, sys.executable, "-c", PY_LOOP, ifc, str(secs)], timeout_s=secs * 5 + 30).stdout
+                out = tb.run("lg", [*pin, sys.executable, "-c", PY_LOOP, ifc, str(secs)],
+                             timeout_s=secs * 5 + 30).stdout
                 best_py = max(best_py, float(out.strip()))
     m = 1e6
     return [
         *paced_rows(),
         {"name": "64 B frames, one core, veth: bb-loadgen --unpaced vs bare sendmmsg ceiling",
-         "benchbook": best_lg / m, "other": best_ceiling / m, "other_tool": "minimal C sendmmsg loop (32 fixed frames)",
+         "benchbook": best_lg / m, "other": best_ceiling / m,
+         "other_tool": "minimal C sendmmsg loop (32 fixed frames)",
          "unit": "Mpkt/s", "ratio": best_lg / best_ceiling,
          "note": ("ratio = share of the path's ceiling bb-loadgen reaches while writing a fresh id and UDP checksum "
                   "per frame; ~1 means the kernel path (AF_PACKET xmit, veth, peer softirq) is the limit, not the "
-                  f"generator; best of {rounds} interleaved runs of {secs:g} s each on a shared machine, so +-20 % is noise")},
+                  f"generator; best of {rounds} interleaved runs of {secs:g} s each on a shared machine, "
+                  "so +-20 % is noise")},
         {"name": "64 B frames, one core, veth: bb-loadgen --unpaced vs Python socket.send loop",
          "benchbook": best_lg / m, "other": best_py / m, "other_tool": "Python AF_PACKET socket.send per frame",
-         "unit": "Mpkt/s", "ratio": best_lg / best_py, "note": "what a Python user would write without a native generator"},
+         "unit": "Mpkt/s", "ratio": best_lg / best_py,
+         "note": "what a Python user would write without a native generator"},
     ]
 
 
