@@ -66,6 +66,7 @@ def test_point_through_dut(tmp_path, kind, mode):
     assert any("tcpdump" in r["argv"] and r["exit_code"] == 0 for r in log)
 
 
+@pytest.mark.timeout(1500)  # two full reproductions of the figure, each up to 600 s
 def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     _needs("dpdk-testpmd", "perf")
     from benchbook.testbed.cleanup import leftovers
