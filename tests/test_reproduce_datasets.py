@@ -76,7 +76,7 @@ def test_reproduce_refuses_a_corrupted_dataset(copy, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "wiedner-itc23-table3"],
                           capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=120)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
+    assert proc.returncode == 5, out  # outcome "failed"
     assert "dataset verification failed" in out
     assert "latencies-pre-rate1000000-repeat0.pcap.zst.trim_ms0.percentiles.csv.zst" in out.replace("\n", "")
     assert "SHA-256 mismatch" in out
