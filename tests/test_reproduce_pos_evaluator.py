@@ -14,8 +14,7 @@ DATA = dataset_path("containerized-low-latency")
 
 @pytest.fixture(scope="module")
 def cat():
-    if not DATA.is_dir():
-        pytest.skip(f"{DATA} missing")
+    assert DATA.is_dir(), f"{DATA} missing: the dataset ships with the repository"
     return pe.catalogue(DATA)
 
 
