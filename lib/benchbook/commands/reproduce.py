@@ -59,7 +59,11 @@ def _console():
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
+    """-p key=value items: values parsed as JSON where they can be; relative paths that exist here
+    become absolute (the notebook runs in its run directory)."""
     import json
+
+    from benchbook.experiment.sweep import absolute_if_existing
 
     out: dict[str, Any] = {}
     for item in items:
@@ -67,9 +71,10 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
         try:
-            out[key] = json.loads(raw)
+            value = json.loads(raw)
         except json.JSONDecodeError:
-            out[key] = raw
+            value = raw
+        out[key] = absolute_if_existing(value)
     return out
 
 

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         import signal
 
         from benchbook.experiment.lock import ExperimentLocked
-        from benchbook.experiment.sweep import SweepError, parse_grid, run_sweep
+        from benchbook.experiment.sweep import SweepError, absolute_if_existing, parse_grid, run_sweep
 
         def _term(signum, frame):  # SIGTERM ends the sweep like Ctrl-C: the current run is recorded
             raise KeyboardInterrupt(f"signal {signum}")
@@ -38,12 +38,7 @@ def register(app: typer.Typer) -> None:
         signal.signal(signal.SIGTERM, _term)
         try:
             grid = parse_grid(param)
-            # The notebook runs with its run directory as working directory: a relative path that
-            # exists here is passed (and recorded) as an absolute one.
-            for values in grid.values():
-                for i, v in enumerate(values):
-                    if isinstance(v, str) and v and not Path(v).is_absolute() and Path(v).exists():
-                        values[i] = str(Path(v).resolve())
+            grid = {name: [absolute_if_existing(v) for v in values] for name, values in grid.items()}
             outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
                                 resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
         except (SweepError, ExperimentLocked, FileNotFoundError) as exc:

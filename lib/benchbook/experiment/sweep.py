@@ -49,6 +49,18 @@ def parse_value(text: str) -> Any:
     return text
 
 
+def absolute_if_existing(value: Any) -> Any:
+    """A relative path that exists here, as an absolute path; anything else unchanged.
+
+    Notebooks run with their run directory as working directory, so a relative path given on the
+    command line is passed (and recorded) as the absolute path it names here."""
+    if isinstance(value, str) and value and not Path(value).is_absolute() and Path(value).exists():
+        return str(Path(value).resolve())
+    if isinstance(value, list):
+        return [absolute_if_existing(v) for v in value]
+    return value
+
+
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
     """['rate=1,2', 'mode=a,b'] -> {'rate': [1, 2], 'mode': ['a', 'b']} (order kept)."""
     grid: dict[str, list[Any]] = {}
