@@ -45,7 +45,7 @@ MUTATIONS = (
         "discrete percentile rank computed in binary floating point (ceil(p/100*N) without exact decimals): "
         "rank 1000 instead of 999 at N = 1000, p = 99.9",
         (("r = math.ceil(p * total / 100)", "r = math.ceil(float(p) / 100 * total)"),),
-        ("tests/test_analysis_percentiles.py",),
+        ("tests/analysis/test_percentiles.py",),
         hint="percentiles.py",
     ),
     Mutation(
@@ -55,7 +55,7 @@ MUTATIONS = (
           "dev = _dec(self.tolerance_rel) * abs(_dec(self.value))"),
          ("dev = max(dev, float(self.tolerance_rel) * abs(self.value))",
           "dev = float(self.tolerance_rel) * abs(self.value)")),
-        ("tests/test_published_tolerance.py",),
+        ("tests/reproduce/test_tolerance.py",),
     ),
     Mutation(
         "tolerance-abs-removed",
@@ -63,20 +63,20 @@ MUTATIONS = (
         (("return abs(shown - _dec(self.value)) <= self._allowed_deviation()",
           "return (shown - _dec(self.value)) <= self._allowed_deviation()"),
          ("return abs(float(computed) - self.value) <= dev", "return (float(computed) - self.value) <= dev")),
-        ("tests/test_published_tolerance.py",),
+        ("tests/reproduce/test_tolerance.py",),
     ),
     Mutation(
         "zero-latency-accepted",
         "the match kernel keeps a latency of 0 (lat < 0 rejected instead of lat <= 0)",
         (("if lat <= 0 or lat >= max_latency:", "if lat < 0 or lat >= max_latency:"),),
-        ("tests/test_latency_matching.py",),
+        ("tests/analysis/test_latency.py",),
     ),
     Mutation(
         "window-eviction-off-by-one",
         "the full-window eviction runs one entry late (tail - head > window): the ring overwrites the oldest "
         "waiting packet before it leaves the table, stale entries fill the table and the probe loop never ends",
         (("if tail - head >= window:", "if tail - head > window:"),),
-        ("tests/test_latency_matching.py",),
+        ("tests/analysis/test_latency.py",),
     ),
 )
 

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from conftest import require_program
 from benchbook.tools import perf
 from benchbook.tools.host import LocalHost
+from conftest import require_program
 
 EVENTS = "task-clock,context-switches,cpu-migrations,instructions,branches"
 

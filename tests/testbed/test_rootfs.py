@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import require_program, require_root
 from benchbook.testbed.rootfs import RootfsError, RootfsRecipe, ensure_rootfs, is_built
 from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
+from conftest import require_program, require_root
 
 
 def test_recipe_identity():

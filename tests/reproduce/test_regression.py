@@ -13,7 +13,7 @@ import pytest
 from benchbook.commands.reproduce import reproduce_entry
 from benchbook.reproduce.registry import load_entry
 
-SNAPSHOT = Path(__file__).parent / "data" / "verdicts-before-move.json"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "verdicts-before-move.json"
 BEFORE = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
 
 

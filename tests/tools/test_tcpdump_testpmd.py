@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_program, require_root
 from benchbook.tools import loadgen, tcpdump, testpmd
+from conftest import require_program, require_root
 
 
 def _wait_captured(cap: tcpdump.Capture, n: int, timeout_s: float = 10.0) -> None:

@@ -17,24 +17,23 @@ import numpy as np
 import pytest
 import zstandard
 
-sys.path.insert(0, str(Path(__file__).parent))
-from benchbook.analysis.moongen_stats import (  # noqa: E402
+from benchbook.analysis.moongen_stats import (
     lua_quartile_positions,
     moongen_percentile,
     moongen_stats,
     moongen_summary,
 )
-from benchbook.tools.moongen import build_command, run_moongen  # noqa: E402
-from benchbook.tools.moongen_histogram import (  # noqa: E402
+from benchbook.tools.moongen import build_command, run_moongen
+from benchbook.tools.moongen_histogram import (
     MoonGenFormatError,
     MoonGenHistogram,
     read_moongen_histogram,
     write_moongen_histogram,
 )
-from benchbook.tools.moongen_output import parse_histogram_summaries, parse_throughput, read_throughput_log  # noqa: E402
-from moongen_reference import lua_calc, lua_percentile, lua_print, read_histogram_reference  # noqa: E402
+from benchbook.tools.moongen_output import parse_histogram_summaries, parse_throughput, read_throughput_log
+from moongen_reference import lua_calc, lua_percentile, lua_print, read_histogram_reference
 
-DATA = Path(__file__).parent / "data" / "moongen"
+DATA = Path(__file__).resolve().parents[1] / "data" / "moongen"
 
 
 def as_lua_lists(h: MoonGenHistogram) -> tuple[list[float], list[int]]:

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from conftest import require_program, require_root
 from benchbook.commands.reproduce import EXIT_PARTIAL, EXIT_REPRODUCED
 from benchbook.paths import REPO_ROOT
+from conftest import require_program, require_root
 
 
 def _needs(*programs: str) -> None:

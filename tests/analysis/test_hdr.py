@@ -11,8 +11,8 @@ from hdrh.histogram import HdrHistogram as HdrhHistogram
 
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
-from benchbook.analysis.percentiles import discrete_rank
 from benchbook.analysis.hdr_layout import HdrLayout
+from benchbook.analysis.percentiles import discrete_rank
 
 LAYOUTS = [
     (1, 3_600_000_000_000, 3),

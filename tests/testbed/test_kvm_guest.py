@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.kvm_guest import (
+    EXPECTED_FSTYPE,
+    RECIPE_SCRIPTS,
+    GuestVM,
+    kvm_capability,
+    parse_recipe,
+    parse_serial,
+)
 from conftest import require_program, require_root, require_rootfs
-from benchbook.testbed.kvm_guest import EXPECTED_FSTYPE, RECIPE_SCRIPTS, GuestVM, kvm_capability, parse_recipe, parse_serial
 
 # the first test that needs the cached root file system builds it with debootstrap (minutes on a slow mirror)
 pytestmark = pytest.mark.timeout(2400)

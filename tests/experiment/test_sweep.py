@@ -18,7 +18,7 @@ from benchbook.experiment.lock import ExperimentLock, ExperimentLocked
 from benchbook.experiment.record import read_record
 from benchbook.experiment.sweep import SweepError, expand, parse_grid, run_sweep
 
-NOTEBOOK = Path(__file__).parent / "data" / "sweep_point.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 
 

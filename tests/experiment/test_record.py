@@ -16,7 +16,7 @@ from benchbook.experiment.runner import run_notebook
 from benchbook.provenance.checksums import sha256_file
 from benchbook.provenance.environment import CHANNELS_FILE, LOCK_FILE
 
-NOTEBOOK = Path(__file__).parent / "data" / "sweep_point.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
 
 
 @pytest.fixture(scope="module")

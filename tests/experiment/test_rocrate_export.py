@@ -13,7 +13,7 @@ import pytest
 
 from benchbook.experiment.runner import run_notebook
 
-NOTEBOOK = Path(__file__).parent / "data" / "sweep_point.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
 WRROC = "https://w3id.org/ro/wfrun/workflow/0.5"
 PROCESS = "https://w3id.org/ro/wfrun/process/0.5"
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import require_program, require_root
 from benchbook.tools import loadgen, tcpdump
+from conftest import require_program, require_root
 
 
 def _csum(data: bytes) -> int:

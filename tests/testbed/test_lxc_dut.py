@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_program, require_root, require_rootfs
 from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
 from benchbook.testbed.cleanup import sweep_containers
 from benchbook.tools.lxc import ContainerConfig, PhysNic, parse_lxc_info
+from conftest import require_program, require_root, require_rootfs
 
 # the first test that needs the cached root file system builds it with debootstrap (minutes on a slow mirror)
 pytestmark = pytest.mark.timeout(2400)

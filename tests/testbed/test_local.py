@@ -8,13 +8,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-from conftest import require_program, require_root
 from benchbook.testbed.names import make_name, new_token, token_of
-from benchbook.testbed.topology import Topology, loadgen_dut_timestamper
+from benchbook.testbed.topology import Topology
+from conftest import require_program, require_root
 
 
 def test_names_roundtrip_and_limits():
@@ -127,8 +126,8 @@ def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
 
 
 def test_sweep_keeps_live_runs(root_ip):
-    from benchbook.testbed.local import LocalBackend
     from benchbook.testbed.cleanup import sweep_leftovers
+    from benchbook.testbed.local import LocalBackend
 
     with LocalBackend().topology() as tb:
         rep = sweep_leftovers()

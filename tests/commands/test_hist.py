@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from benchbook.commands import hist as hist_cmd
 
-DATA = Path(__file__).parent / "data" / "moongen"
+DATA = Path(__file__).resolve().parents[1] / "data" / "moongen"
 
 
 def make_app() -> typer.Typer:

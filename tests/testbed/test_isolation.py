@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root
 from benchbook.testbed.isolation import NotRunnable, isolation, mode_status, v2_cpuset_status
 from benchbook.testbed.names import new_token
 from benchbook.tools import cgroups as cg
+from conftest import require_root
 
 
 def _v1_root() -> Path:
