@@ -21,7 +21,7 @@ app = typer.Typer(
 )
 
 # One module per command group; each defines register(app).
-COMMAND_MODULES = ("latency", "hist", "reproduce", "run", "env", "export", "synth")
+COMMAND_MODULES = ("latency", "hist", "reproduce", "run", "env", "export", "synth", "dataset")
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"benchbook.commands.{_name}").register(app)

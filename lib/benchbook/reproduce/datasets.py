@@ -66,11 +66,13 @@ def write_sums(folder: Path) -> Path:
     """(Re)write folder/SHA256SUMS over every file in the folder (for adding a dataset)."""
     folder = Path(folder)
     lines = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != SUMS_NAME):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in (SUMS_NAME, f".{SUMS_NAME}.tmp")):
         rel = path.relative_to(folder).as_posix()
         lines.append(f"{sha256_file(path)}  {rel}\n")
     out = folder / SUMS_NAME
-    out.write_text("".join(lines), encoding="utf-8")
+    tmp = folder / f".{SUMS_NAME}.tmp"
+    tmp.write_text("".join(lines), encoding="utf-8")
+    tmp.replace(out)
     return out
 
 
