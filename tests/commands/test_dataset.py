@@ -24,15 +24,19 @@ def test_sums_then_verify_then_a_changed_byte_is_named(tmp_path):
         dest = data / "measurements" / "vm" / "rt-optimized" / f.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(f, dest)
+    refused = _cli("sums", str(data))
+    assert refused.returncode == 2 and "SOURCES.md: missing" in refused.stderr
+    assert not (data / "SHA256SUMS").exists()
+    (data / "SOURCES.md").write_text("Wiedner et al. ITC'23 evaluator outputs (MIT), copied from data/published\n")
     made = _cli("sums", str(data))
     assert made.returncode == 0, made.stderr
-    assert "(3 files)" in made.stdout
+    assert "(4 files)" in made.stdout
     lines = (data / "SHA256SUMS").read_text().splitlines()
     assert [line.split("  ")[1] for line in lines] == [
-        f"measurements/vm/rt-optimized/{f.name}" for f in files]
+        "SOURCES.md", *(f"measurements/vm/rt-optimized/{f.name}" for f in files)]
     ok = _cli("verify", str(data))
     assert ok.returncode == 0, ok.stderr
-    assert "3 files" in ok.stdout
+    assert "4 files" in ok.stdout
     victim = data / "measurements" / "vm" / "rt-optimized" / files[1].name
     raw = bytearray(victim.read_bytes())
     raw[-2] ^= 0x01

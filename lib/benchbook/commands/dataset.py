@@ -23,11 +23,15 @@ def register(app: typer.Typer) -> None:
 
 @dataset_app.command("sums")
 def sums(folder: Path = typer.Argument(..., help="dataset folder")) -> None:
-    """Write FOLDER/SHA256SUMS over every file below FOLDER (sha256sum format)."""
+    """Write FOLDER/SHA256SUMS over every file below FOLDER (sha256sum format); FOLDER/SOURCES.md must exist."""
     from benchbook.reproduce.datasets import write_sums
 
     if not folder.is_dir():
         typer.echo(f"benchbook: {folder}: not a directory", err=True)
+        raise typer.Exit(2)
+    if not (folder / "SOURCES.md").is_file():
+        typer.echo(f"benchbook: {folder / 'SOURCES.md'}: missing; a dataset says where every file came from and "
+                   "under which licence before its sums are written", err=True)
         raise typer.Exit(2)
     out = write_sums(folder)
     n = sum(1 for line in out.read_text(encoding="utf-8").splitlines() if line.strip())
