@@ -79,12 +79,13 @@ def test_exact_ladder_and_hdr_agree_on_bucket_resolution():
     d = ExactDistribution.from_samples(samples)
     h = d.to_hdr()
     ladder = d.percentile_ladder()
-    for p, v in zip(ladder["percentile"], ladder["value"]):
+    for p, v in zip(ladder["percentile"], ladder["value"], strict=True):
         # the exact ladder's value is inside the bucket HdrHistogram reports for that level
         hv = h.value_at_percentile(p)
         assert h.layout.lowest_equivalent_value(hv) <= v <= hv or p == 0
     text = d.percentile_distribution(value_scale=1000.0)
-    assert text.splitlines()[-1] == "#[Max     = %12.3f, Total count    = %12d]" % (samples.max() / 1000.0, 10_000)
+    max_scaled = samples.max() / 1000.0
+    assert text.splitlines()[-1] == f"#[Max     = {max_scaled:12.3f}, Total count    = {10_000:12d}]"
 
 
 def plain_rfc3550(s: list[int], r: list[int]) -> list[float]:
@@ -175,7 +176,7 @@ def test_interval_recorder_streams_completed_intervals():
         popped += rec.pop_completed(int(t[a : a + 2_000].min()))  # nothing later can be earlier
     popped += rec.intervals()
     assert [iv.start_s for iv in popped] == [iv.start_s for iv in batch] == [float(k) for k in range(8)]
-    for a, b in zip(popped, batch):
+    for a, b in zip(popped, batch, strict=True):
         np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
     assert popped[3].histogram.total_count == 0
     with pytest.raises(ValueError, match="already popped"):

@@ -268,7 +268,7 @@ def test_percentile_ladder_follows_hdrhistogram_iteration(ticks):
     ladder = h.percentile_ladder(ticks)
     vals, counts = h.recorded()
     ref = plain_percentile_iteration(vals.tolist(), counts.tolist(), ticks)
-    assert list(zip(ladder["percentile"], ladder["value"], ladder["count"])) == ref
+    assert list(zip(ladder["percentile"], ladder["value"], ladder["count"], strict=True)) == ref
     assert ladder["percentile"].iloc[0] == 0.0 and ladder["percentile"].iloc[-1] == 100.0
     if ticks == 5:  # the familiar HistogramLogProcessor levels
         np.testing.assert_allclose(ladder["percentile"].iloc[:12],
@@ -290,11 +290,11 @@ def test_percentile_distribution_text():
     for v in range(1, 10_001):
         ref.record_value(v)
     # Mean/StdDeviation from bucket mid-points, as HdrHistogram prints them (5.001, not 5.0005)
-    assert lines[-3] == "#[Mean    = %12.3f, StdDeviation   = %12.3f]" % (
-        ref.get_mean_value() / 1000.0, ref.get_stddev() / 1000.0)
+    ref_mean, ref_stddev = ref.get_mean_value() / 1000.0, ref.get_stddev() / 1000.0
+    assert lines[-3] == f"#[Mean    = {ref_mean:12.3f}, StdDeviation   = {ref_stddev:12.3f}]"
     assert lines[-3] == "#[Mean    =        5.001, StdDeviation   =        2.887]"
     assert lines[-2] == "#[Max     =       10.007, Total count    =        10000]"
-    assert lines[-1] == "#[Buckets = %12d, SubBuckets     = %12d]" % (h.layout.bucket_count, 2048)
+    assert lines[-1] == f"#[Buckets = {h.layout.bucket_count:12d}, SubBuckets     = {2048:12d}]"
     csv = h.percentile_distribution(csv=True).splitlines()
     assert csv[0] == '"Value","Percentile","TotalCount","1/(1-Percentile)"'
     assert csv[-1].endswith(",Infinity")

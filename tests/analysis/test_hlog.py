@@ -135,7 +135,7 @@ def test_written_log_reads_back_in_benchbook(tmp_path):
     assert log.start_time == 1700000000.25 and log.base_time == 1700000000.25
     assert log.comments[0] == "benchbook test"
     assert [iv.tag for iv in log.intervals] == [iv.tag for iv in ivs]
-    for a, b in zip(ivs, log.intervals):
+    for a, b in zip(ivs, log.intervals, strict=True):
         np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
         assert b.max_s == pytest.approx(a.histogram.hdr_max() / 1e6, abs=5e-4)
         assert log.absolute_start_s(b) == pytest.approx(1700000000.25 + a.start_s)
@@ -155,7 +155,7 @@ def test_written_log_reads_in_hdrh(tmp_path):
     reader.close()
     assert len(got) == len(ivs)
     ps = [50, 90, 99, 99.9, 100]
-    for ours, theirs in zip(ivs, got):
+    for ours, theirs in zip(ivs, got, strict=True):
         assert theirs.get_total_count() == ours.histogram.total_count
         np.testing.assert_array_equal(np.asarray(theirs.counts[: theirs.counts_len]), ours.histogram.counts)
         assert theirs.get_percentile_to_value_dict(ps) == ours.histogram.percentiles(ps, rank="nearest")
@@ -187,7 +187,7 @@ def test_hdrh_written_log_reads_in_benchbook(tmp_path):
     log = read_hlog(p)
     assert log.format_version == "1.2" and log.base_time == 1_500_000_000.0
     assert len(log.intervals) == 4
-    for k, (iv, h) in enumerate(zip(log.intervals, hists)):
+    for k, (iv, h) in enumerate(zip(log.intervals, hists, strict=True)):
         assert iv.start_s == pytest.approx(k) and iv.length_s == pytest.approx(1.0)
         np.testing.assert_array_equal(iv.histogram.counts, np.asarray(h.counts[: h.counts_len]))
         assert iv.histogram.value_at_percentile(99, rank="nearest") == h.get_value_at_percentile(99)
@@ -222,7 +222,7 @@ def test_large_logs_read_lazily_within_the_memory_budget(interop):
     lazy = read_hlog(interop / "jHiccup-2.0.6.logV1.hlog", memory_budget=100_000)
     assert not any(iv.lazy for iv in eager.intervals)
     assert all(iv.lazy for iv in lazy.intervals)
-    for a, b in zip(eager.intervals, lazy.intervals):
+    for a, b in zip(eager.intervals, lazy.intervals, strict=True):
         np.testing.assert_array_equal(a.histogram.counts, b.histogram.counts)
     np.testing.assert_array_equal(eager.merged().counts, lazy.merged().counts)
 

@@ -91,12 +91,26 @@ def test_pcap_byte_orders_and_resolutions(sample, big, ns):
 
 @pytest.mark.parametrize(
     "tsresol,big,offset",
-    [(9, False, 0), (6, False, 0), (9, True, 0), (0x80 | 30, False, 0), (0x80 | 40, True, 1_699_999_000), (12, False, 1_699_999_000)],
+    [
+        (9, False, 0),
+        (6, False, 0),
+        (9, True, 0),
+        (0x80 | 30, False, 0),
+        (0x80 | 40, True, 1_699_999_000),
+        (12, False, 1_699_999_000),
+    ],
 )
 def test_pcapng_variants_against_reference_and_tshark(sample, tsresol, big, offset):
     d, ts, frames = sample
-    unknown = [(0, 0x00000BAD, b"unknown block before the first packet"), (10, 5, b"\0" * 16), (len(frames), 0x40000BAD, b"x" * 5)]
-    p = write_pcapng(d / f"x-{tsresol}-{big}.pcapng", ts, frames, tsresol=tsresol, big_endian=big, extra_blocks=unknown, tsoffset_s=offset)
+    unknown = [
+        (0, 0x00000BAD, b"unknown block before the first packet"),
+        (10, 5, b"\0" * 16),
+        (len(frames), 0x40000BAD, b"x" * 5),
+    ]
+    p = write_pcapng(
+        d / f"x-{tsresol}-{big}.pcapng", ts, frames,
+        tsresol=tsresol, big_endian=big, extra_blocks=unknown, tsoffset_s=offset,
+    )
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         got = read_all(p, chunk_packets=50, buffer_bytes=2048)
@@ -145,7 +159,8 @@ def test_truncated_last_record_warns_and_keeps_complete_packets(sample):
     cut = d / "cut.pcap"
     cut.write_bytes(raw[:-30])
     last_off = len(raw) - (16 + len(frames[9]))
-    with pytest.warns(CaptureWarning, match=rf"cut\.pcap: truncated last packet record at byte offset {last_off}.*9 complete"):
+    expected = rf"cut\.pcap: truncated last packet record at byte offset {last_off}.*9 complete"
+    with pytest.warns(CaptureWarning, match=expected):
         got = read_all(cut)
     assert [g[3] for g in got] == frames[:9]
     # pcapng too

@@ -85,8 +85,10 @@ def test_latency_command_bad_input(pair, tmp_path):
     d, _ = pair
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"\x00" * 64)
-    r = subprocess.run(BENCHBOOK + ["latency", str(bad), str(d / "post.pcap"), "-o", str(tmp_path / "x"), "--id-offset", "42"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        BENCHBOOK + ["latency", str(bad), str(d / "post.pcap"), "-o", str(tmp_path / "x"), "--id-offset", "42"],
+        capture_output=True, text=True,
+    )
     assert r.returncode == 1
     assert f"{bad}: at byte offset 0: unknown magic 0x00000000" in r.stderr
     r = subprocess.run(BENCHBOOK + ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "y")],

@@ -42,7 +42,7 @@ def test_percentile_ladder_is_exact_and_monotone():
     vals = rng.integers(1000, 100000, 2000)
     pct, v = exact_ladder(vals)
     assert np.all(np.diff(v) >= 0) and pct[0] == 0.0 and pct[-1] < 100.0
-    for p, x in list(zip(pct, v))[:: max(1, len(pct) // 25)]:
+    for p, x in list(zip(pct, v, strict=True))[:: max(1, len(pct) // 25)]:
         assert x == ref_percentile(vals.tolist(), p)
 
 

@@ -60,7 +60,7 @@ def test_hdr_plot_from_real_ladders(wiedner: Path) -> None:
     assert text[:6] == ["0 %", "50 %", "90 %", "99 %", "99.9 %", "99.99 %"]
     assert text[-1] == "99.9999999 %"
     assert list(fig.layout.xaxis.tickvals)[:4] == [1.0, 2.0, 10.0, 100.0]
-    for tr, df in zip(fig.data, dfs.values()):
+    for tr, df in zip(fig.data, dfs.values(), strict=True):
         p = df["percentile"].to_numpy()
         # x is 1/(1-p): the evaluator's own onefraconeminuspercentile column agrees.
         np.testing.assert_allclose(tr.x, df["onefraconeminuspercentile"].to_numpy(), rtol=1e-6)
@@ -105,7 +105,7 @@ def test_ladder_series_units() -> None:
 def _ecdf_reference(values, counts):
     total = sum(counts)
     acc: dict[float, int] = {}
-    for v, c in zip(values, counts):
+    for v, c in zip(values, counts, strict=True):
         acc[v] = acc.get(v, 0) + c
     xs = sorted(k for k, c in acc.items() if c > 0)
     out, run = [], 0
@@ -141,15 +141,15 @@ def test_histogram_plot_from_real_buckets(wiedner: Path) -> None:
     fig = histogram_plot({"vm": (v, c)}, unit="us", bin_width_ns=100)
     tr = fig.data[0]
     # Every bucket's height appears at its lower edge (in µs).
-    ys = dict(zip(np.round(np.asarray(tr.x) * 1000).astype(int).tolist(), tr.y))
-    for b, n in zip(v[:50], c[:50]):
+    ys = dict(zip(np.round(np.asarray(tr.x) * 1000).astype(int).tolist(), tr.y, strict=True))
+    for b, n in zip(v[:50], c[:50], strict=True):
         assert ys[int(b)] == n
     assert fig.layout.yaxis.type == "log"
     assert fig.layout.meta["bin_width_ns"] == 100
     # Raw samples are binned into buckets of the given width.
     raw = np.array([101, 150, 199, 250, 999])
     fr = histogram_plot({"raw": (raw, None)}, unit="ns", bin_width_ns=100, log_y=False)
-    pts = dict(zip(fr.data[0].x, fr.data[0].y))
+    pts = dict(zip(fr.data[0].x, fr.data[0].y, strict=True))
     assert pts[100.0] == 3 and pts[200.0] == 1 and pts[900.0] == 1
 
 
@@ -159,9 +159,11 @@ def test_step_outline_matches_reference() -> None:
     xs, ys = _step_outline(x, y, 100.0)
     ref_x, ref_y = [], []
     for i in range(len(x)):
-        ref_x.append(x[i]); ref_y.append(y[i])
+        ref_x.append(x[i])
+        ref_y.append(y[i])
         if i == len(x) - 1 or x[i + 1] != x[i] + 100.0:
-            ref_x.append(x[i] + 100.0); ref_y.append(0.0)
+            ref_x.append(x[i] + 100.0)
+            ref_y.append(0.0)
     np.testing.assert_array_equal(xs, ref_x)
     np.testing.assert_array_equal(ys, ref_y)
 
@@ -209,7 +211,7 @@ def test_hdr_plot_from_distribution_objects(wiedner: Path) -> None:
     hdr = HdrHistogram()
     hdr.record(hist["latency_bucket"].to_numpy(), hist["count"].to_numpy())
     fig = hdr_percentile_plot({"exact": exact, "hdr": hdr}, unit="ns")
-    for tr, d in zip(fig.data, (exact, hdr)):
+    for tr, d in zip(fig.data, (exact, hdr), strict=True):
         lad = d.percentile_ladder()
         keep = lad["percentile"].to_numpy() < 100.0
         np.testing.assert_allclose(tr.x, lad["inv_one_minus_p"].to_numpy()[keep], rtol=1e-9)
@@ -239,7 +241,8 @@ def test_line_plot_latency_against_rate(wiedner: Path) -> None:
 
     rates, p999 = [], []
     for rate in (10000, 100000, 1000000, 50000):
-        df = read_zst_csv(wiedner / "vm/rt-optimized" / f"latencies-pre-rate{rate}-repeat0.pcap.zst.trim_ms0.percentiles.csv.zst")
+        name = f"latencies-pre-rate{rate}-repeat0.pcap.zst.trim_ms0.percentiles.csv.zst"
+        df = read_zst_csv(wiedner / "vm/rt-optimized" / name)
         pct, val = ladder_series(df)
         rates.append(rate)
         p999.append(val[np.searchsorted(pct, 99.9)] / 1000)

@@ -74,7 +74,7 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
     cmd = [sys.executable, "-m", "benchbook.cli", "reproduce", "daichendt-iitm23-fig3",
            "-p", "duration_s=1", "-p", "repetitions=1"]
-    for i in range(2):
+    for _ in range(2):
         r = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
         # reproduced (0), or partial (4) where the v2 arm cannot run and the v1/v2 claim is not derivable
         assert r.returncode in (EXIT_REPRODUCED, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]

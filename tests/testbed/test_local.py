@@ -27,11 +27,18 @@ def test_names_roundtrip_and_limits():
 
 
 def test_topology_from_dict_validates():
-    topo = Topology.from_dict({"name": "t", "roles": ["a", "b"],
-                               "links": [{"a": {"role": "a", "ifname": "a0"}, "b": {"role": "b", "ifname": "b0", "promisc": True}}]})
+    topo = Topology.from_dict({
+        "name": "t",
+        "roles": ["a", "b"],
+        "links": [{"a": {"role": "a", "ifname": "a0"}, "b": {"role": "b", "ifname": "b0", "promisc": True}}],
+    })
     assert topo.endpoint("b0").promisc
     with pytest.raises(ValueError, match="unknown role 'c'"):
-        Topology.from_dict({"name": "t", "roles": ["a"], "links": [{"a": {"role": "a", "ifname": "a0"}, "b": {"role": "c", "ifname": "c0"}}]})
+        Topology.from_dict({
+            "name": "t",
+            "roles": ["a"],
+            "links": [{"a": {"role": "a", "ifname": "a0"}, "b": {"role": "c", "ifname": "c0"}}],
+        })
     with pytest.raises(ValueError, match="<dict>: bad topology"):
         Topology.from_dict({"roles": ["a"]})
 
@@ -46,8 +53,8 @@ def test_topology_from_toml_names_file(tmp_path):
 def _ours(token: str) -> dict[str, list[str]]:
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    return {"netns": [l.split()[0] for l in ns.splitlines() if token in l],
-            "links": [l for l in links.splitlines() if token in l]}
+    return {"netns": [line.split()[0] for line in ns.splitlines() if token in line],
+            "links": [line for line in links.splitlines() if token in line]}
 
 
 @pytest.fixture

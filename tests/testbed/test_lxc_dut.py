@@ -34,7 +34,7 @@ def test_config_v1_pins_and_moves_nics():
     text = cfg.render()
     lines = text.splitlines()
     assert "lxc.cgroup.cpuset.cpus = 1" in lines and "lxc.cgroup.cpuset.mems = 0" in lines
-    assert not any(l.startswith("lxc.cgroup2.") for l in lines)
+    assert not any(line.startswith("lxc.cgroup2.") for line in lines)
     assert "lxc.net.0.type = phys" in lines and "lxc.net.0.link = bb-000000-din" in lines
     assert "lxc.net.1.name = eth1" in lines and "lxc.net.1.type = phys" in lines
     assert "lxc.init.cmd = /usr/bin/x -a 1" in lines
@@ -52,7 +52,8 @@ def test_config_v2_keys_and_bad_arguments():
 
 
 def test_parse_lxc_info():
-    info = parse_lxc_info("Name:           bb-1\nState:          RUNNING\nPID:            1741\nCPU use:        10.00 seconds\n")
+    info = parse_lxc_info("Name:           bb-1\nState:          RUNNING\n"
+                          "PID:            1741\nCPU use:        10.00 seconds\n")
     assert info == {"name": "bb-1", "state": "RUNNING", "pid": "1741", "cpu use": "10.00 seconds"}
 
 
@@ -64,8 +65,8 @@ def test_sweep_refuses_foreign_prefix():
 def test_v2_cpuset_probe_agrees_with_proc_cgroups():
     cap = probe_cgroup_v2_cpuset()
     ok, why = cap.ok, cap.detail
-    cpuset_hier = next((l.split()[1] for l in Path("/proc/cgroups").read_text().splitlines()
-                        if l.startswith("cpuset\t") or l.startswith("cpuset ")), None)
+    cpuset_hier = next((line.split()[1] for line in Path("/proc/cgroups").read_text().splitlines()
+                        if line.startswith("cpuset\t") or line.startswith("cpuset ")), None)
     if cpuset_hier is None:
         pytest.skip("no cpuset controller in this kernel")
     # hierarchy id 0 in /proc/cgroups = the controller is on the unified (v2) hierarchy
@@ -98,11 +99,12 @@ def _leftovers(token: str) -> dict[str, list[str]]:
             cg += [str(p) for p in h.rglob(f"*{token}*")]
     out["cgroups"] = cg
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    out["processes"] = [l for l in ps.splitlines() if token in l and "pytest" not in l and "ps -eo" not in l]
+    out["processes"] = [line for line in ps.splitlines()
+                        if token in line and "pytest" not in line and "ps -eo" not in line]
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    out["links"] = [l.split(":")[1].strip() for l in links.splitlines() if token in l]
+    out["links"] = [line.split(":")[1].strip() for line in links.splitlines() if token in line]
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    out["netns"] = [l.split()[0] for l in ns.splitlines() if token in l]
+    out["netns"] = [line.split()[0] for line in ns.splitlines() if token in line]
     return {k: v for k, v in out.items() if v}
 
 

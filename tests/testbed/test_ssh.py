@@ -22,7 +22,8 @@ from benchbook.tools.host import read_command_log
 
 EXAMPLE = REPO_ROOT / "examples" / "testbed.toml"
 S = "ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10 "
-CONFIG_V1 = """cat > RUN/setup/bb-dut.conf <<'EOF'
+CONFIG_V1 = (
+    """cat > RUN/setup/bb-dut.conf <<'EOF'
 # benchbook container bb-dut (written by benchbook.tools.lxc)
 lxc.include = /usr/share/lxc/config/common.conf
 lxc.uts.name = bb-dut
@@ -33,7 +34,8 @@ lxc.autodev = 1
 lxc.tty.max = 0
 lxc.pty.max = 4
 lxc.signal.halt = SIGINT
-lxc.init.cmd = /usr/bin/dpdk-testpmd --lcores 0@3,1@3 --main-lcore 0 --file-prefix bb-dut -a 0000:41:00.0 -a 0000:41:00.1 -- --forward-mode=io --auto-start --nb-cores=1 --burst=32 --no-mlockall --total-num-mbufs=8192
+lxc.init.cmd = /usr/bin/dpdk-testpmd --lcores 0@3,1@3 --main-lcore 0 --file-prefix bb-dut -a 0000:41:00.0 """
+    """-a 0000:41:00.1 -- --forward-mode=io --auto-start --nb-cores=1 --burst=32 --no-mlockall --total-num-mbufs=8192
 lxc.console.logfile = /var/lib/lxc/bb-dut/console.log
 lxc.cgroup.cpuset.cpus = 3
 lxc.cgroup.cpuset.mems = 0
@@ -45,6 +47,7 @@ lxc.mount.entry = /dev/vfio dev/vfio none bind,create=dir 0 0
 lxc.cgroup.devices.allow = c 10:196 rwm
 lxc.cgroup.devices.allow = c *:* rwm
 EOF"""
+)
 
 @pytest.fixture
 def backend():
@@ -126,11 +129,11 @@ def test_dry_run_v2_differs_only_in_the_cgroup_steps(backend):
     config = next(line for line in v2 if line.startswith("cat > "))
     assert "lxc.cgroup2.cpuset.cpus = 3" in config and "lxc.cgroup.cpuset" not in config
     # the partition root is set after the container (and its cgroup) exists
-    start = next(i for i, l in enumerate(v2) if "lxc-start" in l)
-    part = next(i for i, l in enumerate(v2) if "cpuset.cpus.partition" in l)
+    start = next(i for i, line in enumerate(v2) if "lxc-start" in line)
+    part = next(i for i, line in enumerate(v2) if "cpuset.cpus.partition" in line)
     assert part > start
-    shared = [l for l in v1 if "cset" not in l and "cgroup" not in l and not l.startswith("cat > ")]
-    assert shared and all(l in v2 for l in shared)
+    shared = [line for line in v1 if "cset" not in line and "cgroup" not in line and not line.startswith("cat > ")]
+    assert shared and all(line in v2 for line in shared)
 
 
 def test_print_plan_touches_nothing(backend, monkeypatch):
@@ -142,7 +145,7 @@ def test_print_plan_touches_nothing(backend, monkeypatch):
     lines = backend.print_plan(Measurement(run_id="r0", cgroup_mode="v1"), run_dir="RUN")
     printed = backend.out.getvalue()
     assert printed.count("\nssh ") + printed.startswith("ssh ") >= 25 and "# 01 loadgen:" in printed
-    assert len([l for l in lines if not l.startswith("#")]) == 35
+    assert len([line for line in lines if not line.startswith("#")]) == 35
     with pytest.raises(RuntimeError, match="dry-run"):
         backend.execute(Measurement(run_id="r0"), "RUN")
 
@@ -199,10 +202,11 @@ def _local_inventory(port: int, key: Path) -> Inventory:
     for n, role in enumerate(("loadgen", "dut", "timestamper")):
         hosts.append({"name": f"{role}1", "role": role, "address": "127.0.0.1", "port": port,
                       "identity_file": str(key), "cores": [1], "workdir": "/tmp",
-                      "interfaces": [{"name": "e0", "pci": f"0000:0{n}:00.0"}, {"name": "e1", "pci": f"0000:0{n}:00.1"}]})
-    return Inventory.from_dict({"testbed": {"ssh_options": ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-                                                            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]},
-                                "hosts": hosts}, source="local-sshd")
+                      "interfaces": [{"name": "e0", "pci": f"0000:0{n}:00.0"},
+                                     {"name": "e1", "pci": f"0000:0{n}:00.1"}]})
+    ssh_options = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                   "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+    return Inventory.from_dict({"testbed": {"ssh_options": ssh_options}, "hosts": hosts}, source="local-sshd")
 
 
 def test_execute_runs_a_plan_over_real_ssh(local_sshd, tmp_path):

@@ -61,8 +61,9 @@ def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
 
 
 def test_tcpdump_bad_interface_is_a_clear_error(tb, tmp_path):
+    pcap = tmp_path / "x.pcap"
     with pytest.raises(tcpdump.CaptureError, match="no-such-if0"):
-        tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv("no-such-if0", tmp_path / "x.pcap"), tmp_path / "x.pcap")
+        tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv("no-such-if0", pcap), pcap)
 
 
 def test_testpmd_forwards_and_reports(tb):
@@ -80,7 +81,8 @@ def test_testpmd_forwards_and_reports(tb):
 
 def test_testpmd_bad_interface_is_a_clear_error(tb):
     require_program("dpdk-testpmd")
-    argv = testpmd.build_argv(["no-such-if0", tb.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{tb.token}-tp")
+    argv = testpmd.build_argv(["no-such-if0", tb.ifname("dout")], main_cpu=1, fwd_cpu=1,
+                              file_prefix=f"bb-{tb.token}-tp")
     with pytest.raises(testpmd.TestpmdError, match=r"(?s)forwards on 1 port\(s\), expected 2.*SIOCGIFINDEX"):
         testpmd.start_testpmd(tb.host("dut"), argv)
 
@@ -91,7 +93,8 @@ def test_dpdk_runtime_dir_removed_after_teardown():
     from benchbook.testbed.local import LocalBackend
 
     with LocalBackend().topology() as t:
-        argv = testpmd.build_argv([t.ifname("din"), t.ifname("dout")], main_cpu=1, fwd_cpu=1, file_prefix=f"bb-{t.token}-tp")
+        argv = testpmd.build_argv([t.ifname("din"), t.ifname("dout")], main_cpu=1, fwd_cpu=1,
+                                  file_prefix=f"bb-{t.token}-tp")
         tp = testpmd.start_testpmd(t.host("dut"), argv)
         assert (Path("/var/run/dpdk") / f"bb-{t.token}-tp").is_dir()
         tok = t.token
