@@ -59,14 +59,17 @@ lint: venv
 test: lint venv deps java-oracle native
 	$(BIN)/python -m pytest -q tests
 
+# Exit 4 (partial: some published values cannot be derived here) is listed per entry and is not a failure.
 reproduce: venv deps native
-	$(BIN)/benchbook reproduce --all
+	@$(BIN)/benchbook reproduce --all; rc=$$?; \
+	if [ $$rc -eq 4 ]; then echo "reproduce: partial entries above say which values are not derivable here and why"; \
+	exit 0; fi; exit $$rc
 
 bench: venv deps native
 	$(BIN)/python benchmarks/run.py
 
 lab: venv
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
 # Plant each known bug in a copy of the tree and check that a test fails (tests/mutations/plant.py).
 .PHONY: mutate
