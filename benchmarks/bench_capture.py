@@ -10,14 +10,13 @@ Generated captures are kept in benchmarks/work/ (git-ignored) and reused.
 from __future__ import annotations
 
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+
 from timing import best_of
 
 HERE = Path(__file__).resolve().parent
@@ -105,7 +104,8 @@ def run(quick: bool) -> list[dict]:
         assert n == n_scan
 
     t = best_of(scapy_scan, 1)
-    rows.append(row("scan ns pcap", ours_mpps, n_scan / t / 1e6, "scapy RawPcapReader", "Mpkt/s", "same file, in-process"))
+    rows.append(row("scan ns pcap", ours_mpps, n_scan / t / 1e6, "scapy RawPcapReader", "Mpkt/s",
+                    "same file, in-process"))
 
     if shutil.which("tshark"):
         t0 = time.perf_counter()
@@ -171,9 +171,10 @@ def run(quick: bool) -> list[dict]:
     cli_rate = s["matched"] / t_cli / 1e6
     rows.append(row(f"`benchbook latency` 2 x {n_cli / 1e6:g} M ns pcap, from the shell", cli_rate, dpkt_rate,
                     "dpkt script (baselines/dpkt_match.py)", "M matched pkt/s",
-                    f"best wall of 3 runs {t_cli:.2f} s (all: {', '.join(f'{r[0]:.2f}' for r in runs)}) incl. interpreter start-up, "
-                    f"cached JIT, parquet + hlog + hdr.html + summary; "
-                    f"dpkt on the first {n_dpkt:,} packets per side, extrapolated; dpkt's float timestamps also lose ns precision"))
+                    f"best wall of 3 runs {t_cli:.2f} s (all: {', '.join(f'{r[0]:.2f}' for r in runs)}) "
+                    f"incl. interpreter start-up, cached JIT, parquet + hlog + hdr.html + summary; "
+                    f"dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
+                    f"dpkt's float timestamps also lose ns precision"))
     rows.append(row(f"peak RSS `benchbook latency` 2 x {n_cli / 1e6:g} M", rss_cli / 1024, 1024.0, "limit 1 GiB", "MiB",
                     "resource.getrusage(RUSAGE_CHILDREN).ru_maxrss of the child; ratio = limit / used",
                     higher_is_better=False))

@@ -8,7 +8,6 @@ row uses the V2/V3 interop files only.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from benchbook.analysis.hdr import HdrHistogram

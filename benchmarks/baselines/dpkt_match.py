@@ -6,7 +6,6 @@ and print exact percentiles. Usage: dpkt_match.py PRE POST [--id-offset 42] [--l
 import argparse
 import json
 import struct
-import sys
 import time
 
 import dpkt
@@ -70,7 +69,8 @@ for ts, buf in packets(a.post):
         reordered += 1
     max_idx = max(max_idx, order[pid])
 lat.sort()
-pct = {p: lat[max(1, -(-int(p * 1000) * len(lat) // 100000)) - 1] for p in (50, 90, 99, 99.9, 99.99, 99.999)} if lat else {}
+pct = ({p: lat[max(1, -(-int(p * 1000) * len(lat) // 100000)) - 1] for p in (50, 90, 99, 99.9, 99.99, 99.999)}
+       if lat else {})
 print(json.dumps({"pre": len(order), "post": n_post, "matched": len(lat), "duplicates": duplicates,
                   "unmatched_post": unmatched, "reordered": reordered,
                   "percentiles_ns": {str(k): v for k, v in pct.items()},

@@ -63,7 +63,7 @@ class ExperimentParams:
     settle_s: float = 0.5                       # wait after sending before stopping captures
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ExperimentParams":
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentParams:
         known = {f for f in cls.__dataclass_fields__}
         unknown = set(d) - known
         if unknown:
@@ -237,7 +237,7 @@ def arm_status(params: ExperimentParams) -> dict[str, dict[str, Any]]:
         return {m: {"runnable": True, "reason": "checked on the DuT host by the plan"} for m in params.cgroup_modes}
     from benchbook.testbed.isolation import mode_status
 
-    return {m: dict(zip(("runnable", "reason"), mode_status(m))) for m in params.cgroup_modes}
+    return {m: dict(zip(("runnable", "reason"), mode_status(m), strict=True)) for m in params.cgroup_modes}
 
 
 def capabilities(params: ExperimentParams, arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
@@ -250,13 +250,16 @@ def capabilities(params: ExperimentParams, arms: dict[str, dict[str, Any]]) -> l
     if params.backend == "testbed":
         return caps
     hw = perf.hardware_counters_supported()
-    caps.append({"capability": "perf hardware counters (instructions, branches)", "status": "present" if hw else "missing",
-                 "detail": "perf stat -e instructions counts" if hw else "perf stat reports <not supported>: recorded as missing, not zero"})
+    caps.append({"capability": "perf hardware counters (instructions, branches)",
+                 "status": "present" if hw else "missing",
+                 "detail": "perf stat -e instructions counts" if hw
+                 else "perf stat reports <not supported>: recorded as missing, not zero"})
     caps += [
         {"capability": "load generator", "status": "substituted",
          "detail": "MoonGen on a 10G NIC -> bb-loadgen (AF_PACKET sendmmsg) on veth"},
         {"capability": "timestamper", "status": "substituted",
-         "detail": "hardware timestamps on optical taps -> tcpdump nanosecond software timestamps at LoadGen egress and sink ingress"},
+         "detail": "hardware timestamps on optical taps -> "
+                   "tcpdump nanosecond software timestamps at LoadGen egress and sink ingress"},
         {"capability": "DuT", "status": "substituted" if params.dut_kind != "testpmd-lxc" else "present",
          "detail": f"DPDK L2 forwarder in an LXC container -> DuT kind {params.dut_kind!r}"},
     ]
@@ -277,7 +280,8 @@ def dry_run_plan(params: ExperimentParams) -> dict[str, list[str]]:
         backend = SshBackend(params.inventory, dry_run=True)
         for mode, rate_pps, rep in _grid(params):
             m = _testbed_measurement(params, mode, rate_pps, rep)
-            for role, lines in backend.host_commands(m, run_dir=f"RUN/raw/{mode}/{_rate_label(rate_pps)}/rep{rep}").items():
+            run_dir = f"RUN/raw/{mode}/{_rate_label(rate_pps)}/rep{rep}"
+            for role, lines in backend.host_commands(m, run_dir=run_dir).items():
                 per_host.setdefault(role, []).extend(lines)
         return per_host
     for mode, rate_pps, rep in _grid(params):
@@ -359,7 +363,8 @@ def read_dry_run(path: Path | str) -> dict[str, list[str]]:
     return out
 
 
-def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str, progress: Any = None) -> dict[str, Any]:
+def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str,
+                   progress: Any = None) -> dict[str, Any]:
     """Run every point of the grid on the chosen backend; write latency-points.json, metrics.json,
     capabilities.json. With dry_run: only dry-run.txt (the result lists no points)."""
     if isinstance(params, dict):
@@ -395,8 +400,9 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
     metrics = _read_json(out / "metrics.json", {})
     from benchbook.testbed.cleanup import leftovers
 
+    leftovers_after = leftovers(run_tokens(points)) if params.backend == "local" else None
     metrics["latency_points"] = {"arms": arms, "points": [point_metrics(p) for p in points],
-                                 "leftovers_after": leftovers(run_tokens(points)) if params.backend == "local" else None}
+                                 "leftovers_after": leftovers_after}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
     caps.extend(capabilities(params, arms))
@@ -467,7 +473,8 @@ def load_result(output_dir: Path | str) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------------
 # analysis for the figures and the table
 # -------------------------------------------------------------------------------------------------
-def complete_points(result: dict[str, Any], mode: str | None = None, rate_pps: float | None = None) -> list[dict[str, Any]]:
+def complete_points(result: dict[str, Any], mode: str | None = None,
+                    rate_pps: float | None = None) -> list[dict[str, Any]]:
     return [p for p in result["points"] if p.get("status") == "complete"
             and (mode is None or p["mode"] == mode) and (rate_pps is None or p["rate_pps"] == rate_pps)]
 
@@ -488,11 +495,14 @@ def worst_repetition(points: list[dict[str, Any]], worst_by: str = "max") -> dic
 def point_label(p: dict[str, Any]) -> str:
     m = point_metrics(p)
     loss = m.get("loss_fraction")
-    return (f"{p['mode']} @ {p['rate_pps']:g} pkt/s (rep {p['repetition']}; achieved {m['achieved_pps']:.0f} pkt/s, "
-            f"loss {0 if loss is None else loss * 100:.2f} %, capture drops {m['capture_drops_pre']}/{m['capture_drops_post']})")
+    return (f"{p['mode']} @ {p['rate_pps']:g} pkt/s "
+            f"(rep {p['repetition']}; achieved {m['achieved_pps']:.0f} pkt/s, "
+            f"loss {0 if loss is None else loss * 100:.2f} %, "
+            f"capture drops {m['capture_drops_pre']}/{m['capture_drops_post']})")
 
 
-def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
+def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float,
+               worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per runnable mode: the worst repetition's exact percentile ladder at one rate."""
     series, runs = {}, []
     for mode in result["params"]["cgroup_modes"]:
@@ -505,7 +515,8 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, 
     return series, runs
 
 
-def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, n: int = 5000, worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
+def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, n: int = 5000,
+                 worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per mode: the n worst latencies of the worst repetition, against seconds since its first packet."""
     series, runs = {}, []
     for mode in result["params"]["cgroup_modes"]:
@@ -537,7 +548,8 @@ def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
                 continue
             loss = m["loss_fraction"] or 0.0
             lines.append(f"{mode} rep {p['repetition']}: {m['achieved_pps']:.0f}/{m['requested_pps']:.0f} pkt/s, "
-                         f"loss {loss * 100:.2f} %, capture drops pre/post {m['capture_drops_pre']}/{m['capture_drops_post']}")
+                         f"loss {loss * 100:.2f} %, "
+                         f"capture drops pre/post {m['capture_drops_pre']}/{m['capture_drops_post']}")
     fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left",
                        yanchor="top", showarrow=False, align="left", font={"size": 10},
                        bgcolor="rgba(255,255,255,0.8)")

@@ -1,8 +1,8 @@
 """Testbed backends registered by name, like papermill's engines.
 
 ``local`` is the emulated testbed on this machine (network namespaces and veth pairs);
-``testbed`` (alias ``ssh``) drives the real hosts of an inventory (``inventory=PATH``). Backends are imported lazily when first asked for, so
-importing benchbook never touches the host.
+``testbed`` (alias ``ssh``) drives the real hosts of an inventory (``inventory=PATH``). Backends are imported lazily
+when first asked for, so importing benchbook never touches the host.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def cgroup_mode(hierarchies: dict[str, str] | None = None) -> str:
     h = cgroup_hierarchies() if hierarchies is None else hierarchies
     kinds = set(h.values()) - {"unavailable"}
     mounts = _read("/proc/self/mounts") or ""
-    has_v2_mount = any(len(l.split()) >= 3 and l.split()[2] == "cgroup2" for l in mounts.splitlines())
+    has_v2_mount = any(len(mount.split()) >= 3 and mount.split()[2] == "cgroup2" for mount in mounts.splitlines())
     if "v1" in kinds and (has_v2_mount or "v2" in kinds):
         return "hybrid"
     if "v1" in kinds:
@@ -141,7 +141,7 @@ def probe_perf_counters() -> Capability:
         out = _run(["perf", "stat", "-x,", "-e", "instructions", "true"])
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Capability("perf-hw-counters", UNKNOWN, f"{type(exc).__name__}: {exc}")
-    line = next((l for l in out.stderr.splitlines() if "instructions" in l), "")
+    line = next((err_line for err_line in out.stderr.splitlines() if "instructions" in err_line), "")
     value = line.split(",", 1)[0] if line else ""
     if value.strip().isdigit():
         return Capability("perf-hw-counters", PRESENT, f"instructions counted: {value.strip()}")
@@ -179,7 +179,9 @@ def probe_program(name: str, capability: str | None = None) -> Capability:
 
 
 def probe_root() -> Capability:
-    return Capability("root", PRESENT, "euid 0") if os.geteuid() == 0 else Capability("root", MISSING, f"euid {os.geteuid()}")
+    if os.geteuid() == 0:
+        return Capability("root", PRESENT, "euid 0")
+    return Capability("root", MISSING, f"euid {os.geteuid()}")
 
 
 def probe_all() -> list[Capability]:

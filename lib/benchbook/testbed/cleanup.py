@@ -123,7 +123,10 @@ def sweep_leftovers(host: LocalHost | None = None) -> SweepReport:
             except (ProcessLookupError, ValueError):
                 pass
         r = host.run(["ip", "netns", "del", ns], check=False)
-        (rep.removed if r.returncode == 0 else rep.errors).append(f"netns {ns}" + ("" if r.returncode == 0 else f": {r.stderr.strip()}"))
+        if r.returncode == 0:
+            rep.removed.append(f"netns {ns}")
+        else:
+            rep.errors.append(f"netns {ns}: {r.stderr.strip()}")
 
     for name in benchbook_links(host):
         if _dead(name, live):

@@ -23,11 +23,10 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.names import make_name
+from benchbook.testbed.procinfo import cpus_allowed
 
 SINK_IP = "10.250.1.2"
 SRC_IP = "10.250.0.1"
@@ -115,7 +114,8 @@ def kernel_dut(testbed: Any, *, cpu: int | None = None, isolation: Any = None, i
     testbed.run("dut", ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
     for dev in ("all", "default", din, dout):
         testbed.run("dut", ["sysctl", "-q", "-w", f"net.ipv4.conf.{dev}.rp_filter=0"], check=False)
-    testbed.run("dut", ["ip", "neigh", "replace", SINK_IP, "lladdr", testbed.mac(sink), "dev", dout, "nud", "permanent"])
+    testbed.run("dut", ["ip", "neigh", "replace", SINK_IP, "lladdr", testbed.mac(sink), "dev", dout,
+                        "nud", "permanent"])
     dut = RunningDuT(kind="kernel", pid=None, cpu=None, dst_mac=testbed.mac(ingress), description={
         "kind": "kernel", "forwarding": "IPv4 ip_forward in the DuT namespace",
         "note": "softirq forwarding runs on the sender's CPU (veth); no DuT process to pin or perf-stat",

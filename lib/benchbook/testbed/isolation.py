@@ -201,7 +201,8 @@ class V1Isolation(V1CpusetBase):
         # while tasks forked meanwhile by not-yet-moved parents keep appearing in the root
         not_movable: set[int] = set()
         passes = 0
-        for passes in range(1, 11):
+        for _ in range(10):
+            passes += 1
             moved_now = 0
             for pid in cg.tasks(root, "tasks"):
                 if pid == 1 or pid in not_movable:

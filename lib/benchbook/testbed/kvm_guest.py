@@ -218,11 +218,11 @@ class GuestVM:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
                 out, _ = proc.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as exc:
                 proc.kill()
                 out, _ = proc.communicate()
                 raise GuestError(f"guest did not power off within {self.timeout_s:.0f} s ({accel}); "
-                                 f"serial console tail:\n{_tail(serial)}")
+                                 f"serial console tail:\n{_tail(serial)}") from exc
             seconds = time.monotonic() - t0
             text = serial.read_text(errors="replace") if serial.exists() else ""
             facts = parse_serial(text)
@@ -264,7 +264,9 @@ echo 1 > $c/bb-dut/cpuset.cpus; echo 0 > $c/bb-dut/cpuset.mems
 echo 1 > $c/bb-dut/cpuset.cpu_exclusive
 echo 0 > $c/bb-dut/cpuset.sched_load_balance
 echo 0 > $c/cpuset.sched_load_balance
-echo "RECIPE dut.cpus=$(cat $c/bb-dut/cpuset.cpus) dut.sched_load_balance=$(cat $c/bb-dut/cpuset.sched_load_balance) root.sched_load_balance=$(cat $c/cpuset.sched_load_balance)"
+echo "RECIPE dut.cpus=$(cat $c/bb-dut/cpuset.cpus) \
+dut.sched_load_balance=$(cat $c/bb-dut/cpuset.sched_load_balance) \
+root.sched_load_balance=$(cat $c/cpuset.sched_load_balance)"
 """,
     "v2": """set -e
 c=/sys/fs/cgroup

@@ -114,7 +114,7 @@ class LocalTestbed:
                 cmds.append((ep.role, ["ip", "link", "set", name, "up"], True))
         return cmds
 
-    def up(self) -> "LocalTestbed":
+    def up(self) -> LocalTestbed:
         self._state = run_state.acquire(self.token)
         try:
             for role, argv, check in self.setup_commands():
@@ -162,7 +162,7 @@ class LocalTestbed:
                 self._state = None
         return errors
 
-    def __enter__(self) -> "LocalTestbed":
+    def __enter__(self) -> LocalTestbed:
         self._guard = terminate_raises()
         self._guard.__enter__()
         try:

@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.testbed.capabilities import NotRunnable, probe_cgroup_v2_cpuset
+from benchbook.testbed.cleanup import container_pids, lxc_cgroup_dirs, monitor_pids, remove_container_cgroups
 from benchbook.testbed.dut import RunningDuT
 from benchbook.testbed.names import make_name, new_token
-from benchbook.testbed.cleanup import container_pids, lxc_cgroup_dirs, monitor_pids, remove_container_cgroups
 from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.rootfs import RootfsRecipe, ensure_rootfs, rootfs_info
 from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
@@ -151,11 +151,12 @@ class LxcTestpmdDut:
 
     def record(self) -> dict[str, Any]:
         """Everything for the run record: description, commands with their outputs, statistics."""
-        return {**self.description, "steps": self.steps, "commands": [r.as_dict() for r in self.host.log.since(self._log_start)],
+        return {**self.description, "steps": self.steps,
+                "commands": [r.as_dict() for r in self.host.log.since(self._log_start)],
                 "stats": self.stats, "console_tail": self._console_tail}
 
     # --- life cycle ---------------------------------------------------------------------
-    def __enter__(self) -> "LxcTestpmdDut":
+    def __enter__(self) -> LxcTestpmdDut:
         self._guard_signals()
         try:
             self._start()

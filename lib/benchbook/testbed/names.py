@@ -14,7 +14,7 @@ import secrets
 PREFIX = "bb-"
 TOKEN_HEX = 6
 IFNAMSIZ = 15
-_NAME_RE = re.compile(r"^bb-([0-9a-f]{%d})-([A-Za-z0-9_.-]+)$" % TOKEN_HEX)
+_NAME_RE = re.compile(rf"^bb-([0-9a-f]{{{TOKEN_HEX}}})-([A-Za-z0-9_.-]+)$")
 
 
 def new_token() -> str:
@@ -24,7 +24,7 @@ def new_token() -> str:
 
 def make_name(token: str, role: str, *, interface: bool = False) -> str:
     """``bb-<token>-<role>``; interface names are checked against the kernel's 15-char limit."""
-    if not re.fullmatch(r"[0-9a-f]{%d}" % TOKEN_HEX, token):
+    if not re.fullmatch(rf"[0-9a-f]{{{TOKEN_HEX}}}", token):
         raise ValueError(f"run token {token!r}: expected {TOKEN_HEX} lowercase hex digits")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", role):
         raise ValueError(f"role {role!r}: expected letters, digits, '_', '.', '-'")

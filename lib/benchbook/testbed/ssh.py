@@ -92,7 +92,7 @@ class Inventory:
         raise KeyError(f"{self.source}: no host with role {role!r}")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> "Inventory":
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> Inventory:
         def need(d: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
             if key not in d:
                 raise InventoryError(f"{source}: {where}: missing key {key!r}")
@@ -140,7 +140,8 @@ class Inventory:
                 name=name, role=role, address=need(h, "address", where), user=str(h.get("user", "root")),
                 port=int(h.get("port", 22)),
                 identity_file=str(h["identity_file"]) if h.get("identity_file") else None,
-                proxy_jump=str(h["proxy_jump"]) if h.get("proxy_jump") else None, interfaces=tuple(ifaces), cores=tuple(cores),
+                proxy_jump=str(h["proxy_jump"]) if h.get("proxy_jump") else None,
+                interfaces=tuple(ifaces), cores=tuple(cores),
                 housekeeping_cores=tuple(hk), workdir=str(h.get("workdir", "/srv/benchbook")),
                 moongen_dir=str(h.get("moongen_dir", "/opt/MoonGen")),
                 boot_parameters=tuple(str(p) for p in h.get("boot_parameters", [])),
@@ -152,7 +153,8 @@ class Inventory:
                 raise InventoryError(f"{source}: expected exactly one host with role {r!r}, found {roles.count(r)}")
         dut = next(h for h in hosts if h.role == "dut")
         if len(dut.interfaces) != 2:
-            raise InventoryError(f"{source}: the dut host needs two interfaces (ingress, egress), has {len(dut.interfaces)}")
+            raise InventoryError(f"{source}: the dut host needs two interfaces (ingress, egress), "
+                                 f"has {len(dut.interfaces)}")
         if not dut.cores:
             raise InventoryError(f"{source}: the dut host needs cores = [<DuT core>, ...]")
         for r in ("loadgen", "timestamper"):
@@ -170,7 +172,7 @@ class Inventory:
                        proxy_jump=h.proxy_jump, options=self.ssh_options, log=log or CommandLog())
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "Inventory":
+    def from_toml(cls, path: str | Path) -> Inventory:
         p = Path(path)
         try:
             with open(p, "rb") as fh:
@@ -281,7 +283,7 @@ class SshBackend:
                 "runtime": m.duration_s + 10, "capture": True})}
         if m.timestamper == "tcpdump":
             return {side: tcpdump.build_argv(i.name, f"{rdir}/{side}.pcap")
-                    for side, i in zip(("pre", "post"), ts.interfaces[:2])}
+                    for side, i in zip(("pre", "post"), ts.interfaces[:2], strict=True)}
         raise ValueError(f"timestamper {m.timestamper!r}: expected 'moonsniff' or 'tcpdump'")
 
     def container_config(self, m: Measurement) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 STATE_DIR = Path(os.environ.get("BENCHBOOK_STATE_DIR", "/run/benchbook"))
 _LOCK = threading.Lock()
-_OPEN: dict[str, "RunState"] = {}
+_OPEN: dict[str, RunState] = {}
 
 
 def process_start_ticks(pid: int) -> int | None:

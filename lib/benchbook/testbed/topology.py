@@ -51,7 +51,7 @@ class Topology:
                 seen.add(ep.ifname)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> "Topology":
+    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Topology:
         try:
             links = [Link(Endpoint(**ln["a"]), Endpoint(**ln["b"])) for ln in data.get("links", [])]
             topo = cls(name=data["name"], roles=list(data["roles"]), links=links,
@@ -63,7 +63,7 @@ class Topology:
         return topo
 
     @classmethod
-    def from_toml(cls, path: Path) -> "Topology":
+    def from_toml(cls, path: Path) -> Topology:
         with open(path, "rb") as fh:
             try:
                 data = tomllib.load(fh)

@@ -19,8 +19,6 @@ from pathlib import Path
 from benchbook.errors import BenchbookError
 from benchbook.tools.host import CommandResult, Host, LocalHost
 
-from benchbook.errors import BenchbookError
-
 PREFIX = "bb-"
 LXC_PATH = Path("/var/lib/lxc")
 
@@ -128,7 +126,8 @@ def info_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, pid_only: boo
     return _argv("lxc-info", name, lxcpath, *(["-pH"] if pid_only else []))
 
 
-def stop_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, kill: bool = False, timeout_s: int = 10) -> list[str]:
+def stop_argv(name: str, *, lxcpath: Path | str | None = LXC_PATH, kill: bool = False,
+              timeout_s: int = 10) -> list[str]:
     return _argv("lxc-stop", name, lxcpath, *(["-k"] if kill else ["-t", str(timeout_s)]))
 
 

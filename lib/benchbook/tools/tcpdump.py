@@ -62,7 +62,8 @@ class Capture:
     def wait_ready(self, timeout_s: float = 10.0) -> None:
         if not self.command.wait_for("listening on", "stderr", timeout_s):
             self.command.kill()
-            raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n{self.command.output('stderr').strip()}")
+            raise CaptureError(f"tcpdump did not start: {shlex.join(self.argv)}\n"
+                               f"{self.command.output('stderr').strip()}")
 
     def stop(self, timeout_s: float = 20.0) -> dict[str, Any]:
         code = self.command.interrupt_and_wait(timeout_s)
