@@ -1,0 +1,244 @@
+"""Fairness between flows: Jain's index (two variants), RTT fairness, convergence time, confidence intervals.
+
+The input is a `FlowSeries`: one throughput value per flow and interval, on one grid of interval
+starts (``start_ns``; a flow has NaN where it has no value: before it started, after it ended, or
+where the source has a gap).
+
+Jain's index of x_1..x_n is (sum x)^2 / (n * sum x^2): 1 when all flows get the same, 1/n when one
+flow gets everything. Two variants are in use and differ on the same data; every table and figure
+names the one it shows:
+
+- ``jain_of_means``: the index of the per-flow mean throughputs (each flow's mean over the intervals
+  where it has a value). Flent's ``FairnessMeanReducer`` ("fairness of means").
+- ``jain_mean_of_intervals``: the mean over intervals of the index of that interval's throughputs
+  (``jain_min_interval``: their minimum). Flent's per-step ``FairnessRunner`` series averaged in its
+  bar plots; Turkovic's tables match this variant at 300 ms intervals.
+
+Interval rule: an interval counts for the per-interval variants when every flow has a value there
+and at least one flow sent something (an all-zero interval has no defined index and is skipped).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchbook.errors import BenchbookError
+
+VARIANT_OF_MEANS = "jain_of_means"
+VARIANT_MEAN_OF_INTERVALS = "jain_mean_of_intervals"
+VARIANT_LABELS = {
+    VARIANT_OF_MEANS: "Jain's index of per-flow mean throughputs",
+    VARIANT_MEAN_OF_INTERVALS: "mean of per-interval Jain's indices",
+    "jain_min_interval": "minimum of per-interval Jain's indices",
+}
+
+
+class FairnessError(BenchbookError, ValueError):
+    """Input that has no fairness index (no flows, negative throughput, mismatched lengths)."""
+
+
+def jain_index(values: Sequence[float] | np.ndarray) -> float:
+    """(sum x)^2 / (n sum x^2) of non-negative values; NaN when all are zero (no index defined)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size == 0:
+        raise FairnessError("Jain's index needs a non-empty list of throughputs")
+    if np.isnan(x).any():
+        raise FairnessError("Jain's index of a list with missing values (NaN)")
+    if (x < 0).any():
+        raise FairnessError(f"Jain's index of negative throughputs: {x[x < 0].tolist()}")
+    sq = float(np.sum(x * x))
+    if sq == 0.0:
+        return math.nan
+    return float(np.sum(x)) ** 2 / (x.size * sq)
+
+
+@dataclass
+class FlowSeries:
+    """Per-flow throughput on one interval grid: ``bps[i, j]`` is flow j in the interval starting at
+    ``start_ns[i]`` (NaN: no value). ``source`` says where it came from."""
+
+    flows: list[str]
+    start_ns: np.ndarray
+    bps: np.ndarray
+    interval_ns: int | None = None
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.start_ns = np.asarray(self.start_ns, dtype=np.int64)
+        self.bps = np.asarray(self.bps, dtype=float)
+        if self.bps.ndim != 2 or self.bps.shape != (self.start_ns.size, len(self.flows)):
+            raise FairnessError(f"{self.source or 'flow series'}: throughput matrix of shape {self.bps.shape}, "
+                                f"expected ({self.start_ns.size} intervals, {len(self.flows)} flows)")
+        if not self.flows:
+            raise FairnessError(f"{self.source or 'flow series'}: no flows")
+        finite = self.bps[np.isfinite(self.bps)]
+        if (finite < 0).any():
+            raise FairnessError(f"{self.source or 'flow series'}: negative throughput")
+
+    @classmethod
+    def from_columns(cls, flow: Sequence[Any], start_ns: Sequence[int], bps: Sequence[float], *,
+                     interval_ns: int | None = None, source: str = "") -> FlowSeries:
+        """From long-format rows (flow, interval start, throughput). Within a flow's span (its first to
+        last interval) an interval without a row is 0 (nothing sent); outside it, no value."""
+        flow_arr = np.asarray([str(f) for f in flow], dtype=object)
+        start = np.asarray(start_ns, dtype=np.int64)
+        vals = np.asarray(bps, dtype=float)
+        if not (flow_arr.size == start.size == vals.size):
+            raise FairnessError(f"{source or 'flow series'}: columns of different lengths")
+        if start.size == 0:
+            raise FairnessError(f"{source or 'flow series'}: no rows")
+        flows = sorted(set(flow_arr.tolist()), key=_natural_key)
+        if interval_ns is None:
+            steps = np.diff(np.unique(start))
+            interval_ns = int(steps.min()) if steps.size else None
+        grid = np.unique(start)
+        if interval_ns:
+            grid = np.arange(grid[0], grid[-1] + 1, interval_ns, dtype=np.int64)
+        idx = np.searchsorted(grid, start)
+        if not np.array_equal(grid[np.minimum(idx, grid.size - 1)], start):
+            raise FairnessError(f"{source or 'flow series'}: interval starts are not on one grid of "
+                                f"{interval_ns} ns")
+        mat = np.full((grid.size, len(flows)), np.nan)
+        col = {f: j for j, f in enumerate(flows)}
+        for j, f in enumerate(flows):
+            rows = idx[flow_arr == f]
+            mat[rows.min():rows.max() + 1, j] = 0.0
+        np.add.at(mat, (idx, np.array([col[f] for f in flow_arr], dtype=np.int64)), vals)
+        return cls(flows=flows, start_ns=grid, bps=mat, interval_ns=interval_ns, source=source)
+
+    def common(self) -> np.ndarray:
+        """Boolean mask of the intervals where every flow has a value."""
+        return np.isfinite(self.bps).all(axis=1)
+
+    def flow_means_bps(self) -> np.ndarray:
+        """Each flow's mean throughput over the intervals where it has a value."""
+        with np.errstate(invalid="ignore"):
+            return np.array([np.nanmean(c) if np.isfinite(c).any() else math.nan for c in self.bps.T])
+
+
+def _natural_key(text: str) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
+
+
+def per_interval_jain(series: FlowSeries) -> np.ndarray:
+    """Jain's index of every interval (NaN where it does not count: a flow without a value, or all zero)."""
+    out = np.full(series.start_ns.size, np.nan)
+    for i in np.nonzero(series.common())[0]:
+        out[i] = jain_index(series.bps[i])
+    return out
+
+
+def jain_of_means(series: FlowSeries) -> float:
+    means = series.flow_means_bps()
+    if np.isnan(means).any():
+        raise FairnessError(f"{series.source or 'flow series'}: a flow has no values")
+    return jain_index(means)
+
+
+def summarize(series: FlowSeries) -> dict[str, Any]:
+    """Both variants, the per-interval series and per-flow figures, as plain data (the --json shape)."""
+    per = per_interval_jain(series)
+    counted = per[np.isfinite(per)]
+    means = series.flow_means_bps()
+    flows = []
+    for j, name in enumerate(series.flows):
+        col = series.bps[:, j]
+        have = np.isfinite(col)
+        flows.append({"flow": name, "intervals": int(have.sum()), "mean_bps": _num(means[j]),
+                      "min_bps": _num(np.nanmin(col)) if have.any() else None,
+                      "max_bps": _num(np.nanmax(col)) if have.any() else None,
+                      "first_start_ns": int(series.start_ns[have][0]) if have.any() else None})
+    return {
+        "source": series.source,
+        "interval_ns": series.interval_ns,
+        "flows": flows,
+        "intervals": [{"start_ns": int(s), "bps": [_num(v) for v in row], "jain": _num(j)}
+                      for s, row, j in zip(series.start_ns, series.bps, per, strict=True)],
+        "intervals_counted": int(counted.size),
+        "jain_of_means": _num(jain_index(means)) if not np.isnan(means).any() else None,
+        "jain_mean_of_intervals": _num(float(counted.mean())) if counted.size else None,
+        "jain_min_interval": _num(float(counted.min())) if counted.size else None,
+        "variants": dict(VARIANT_LABELS),
+    }
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or not math.isfinite(float(v)) else float(v)
+
+
+def rtt_fairness(throughput_bps: Mapping[str, float], base_rtt_s: Mapping[str, float]) -> dict[str, Any]:
+    """Throughput of the flow with the smallest base RTT divided by that of the flow with the largest
+    (1: RTT-fair; > 1: short-RTT flows win, as loss-based CCAs do; < 1: long-RTT flows win)."""
+    names = [n for n in throughput_bps if n in base_rtt_s]
+    if len(names) < 2:
+        raise FairnessError("RTT fairness needs at least two flows with a throughput and a base RTT")
+    short = min(names, key=lambda n: base_rtt_s[n])
+    long_ = max(names, key=lambda n: base_rtt_s[n])
+    if base_rtt_s[short] == base_rtt_s[long_]:
+        raise FairnessError("RTT fairness needs flows of different base RTT")
+    denom = throughput_bps[long_]
+    return {"short_rtt_flow": short, "long_rtt_flow": long_,
+            "short_rtt_s": float(base_rtt_s[short]), "long_rtt_s": float(base_rtt_s[long_]),
+            "ratio_short_over_long": float(throughput_bps[short]) / denom if denom > 0 else math.inf,
+            "jain_of_means": jain_index([throughput_bps[n] for n in names])}
+
+
+def convergence_time_s(series: FlowSeries, threshold: float = 0.9, hold_intervals: int = 1) -> float | None:
+    """Seconds from the first counted interval to the start of the first run of ``hold_intervals``
+    counted intervals after which the per-interval index never falls below ``threshold`` again.
+    None when the index ends below the threshold (never converged) or too few intervals count."""
+    per = per_interval_jain(series)
+    idx = np.nonzero(np.isfinite(per))[0]
+    if idx.size < hold_intervals or idx.size == 0:
+        return None
+    ok = per[idx] >= threshold
+    if not ok[-1]:
+        return None
+    bad = np.nonzero(~ok)[0]
+    first_good = 0 if bad.size == 0 else int(bad[-1]) + 1
+    if idx.size - first_good < hold_intervals:
+        return None
+    return float(series.start_ns[idx[first_good]] - series.start_ns[idx[0]]) / 1e9
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    mean: float
+    low: float
+    high: float
+    n: int
+    level: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "low": _num(self.low), "high": _num(self.high), "n": self.n, "level": self.level}
+
+
+def confidence_interval(values: Sequence[float], level: float = 0.95) -> ConfidenceInterval:
+    """Student-t interval of the mean over repetitions (NaN bounds with a single repetition)."""
+    from scipy import stats
+
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    if x.size == 0:
+        raise FairnessError("a confidence interval needs at least one repetition")
+    if not 0.0 < level < 1.0:
+        raise FairnessError(f"confidence level {level} is not between 0 and 1")
+    mean = float(x.mean())
+    if x.size < 2:
+        return ConfidenceInterval(mean, math.nan, math.nan, 1, level)
+    half = float(stats.t.ppf((1.0 + level) / 2.0, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return ConfidenceInterval(mean, mean - half, mean + half, int(x.size), level)
+
+
+__all__ = ["ConfidenceInterval", "FairnessError", "FlowSeries", "VARIANT_LABELS", "confidence_interval",
+           "convergence_time_s", "jain_index", "jain_of_means", "per_interval_jain", "rtt_fairness", "summarize"]
