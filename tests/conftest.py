@@ -11,6 +11,13 @@ import pytest
 from benchbook.paths import SHARED_DATASETS
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``root`` skips with the reason when not running as root (its fixtures may also call
+    require_root; the marker lets ``pytest -m "not root"`` select the unprivileged tests)."""
+    if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, cgroups, LXC, sshd)")
+
+
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():

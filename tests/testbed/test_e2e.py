@@ -25,6 +25,7 @@ def _empty_leftovers() -> dict:
     return {"netns": [], "links": [], "cgroups": [], "dpdk": []}
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
@@ -66,6 +67,7 @@ def test_point_through_dut(tmp_path, kind, mode):
     assert any("tcpdump" in r["argv"] and r["exit_code"] == 0 for r in log)
 
 
+@pytest.mark.root
 @pytest.mark.timeout(1500)  # two full reproductions of the figure, each up to 600 s
 def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     _needs("dpdk-testpmd", "perf")
@@ -110,6 +112,7 @@ cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 """
 
 
+@pytest.mark.root
 def test_sigint_mid_measurement_restores_everything(tmp_path):
     """Ctrl-C while testpmd forwards inside the v1 recipe: cgroups gone, tasks and settings back."""
     _needs("dpdk-testpmd")

@@ -27,6 +27,7 @@ def _my_cpuset() -> str:
     return Path("/proc/self/cpuset").read_text().strip()
 
 
+@pytest.mark.root
 def test_v1_recipe_applied_and_restored():
     root = _v1_root()
     before_lb = cg.read(root / "cpuset.sched_load_balance")
@@ -52,6 +53,7 @@ def test_v1_recipe_applied_and_restored():
     assert info.report["restore_problems"] == []
 
 
+@pytest.mark.root
 def test_v1_restored_when_body_raises():
     root = _v1_root()
     before_lb = cg.read(root / "cpuset.sched_load_balance")
@@ -63,6 +65,7 @@ def test_v1_restored_when_body_raises():
     assert not any(token in p.name for p in root.iterdir())
 
 
+@pytest.mark.root
 def test_v2_detected_not_faked():
     require_root()
     ok, why = v2_cpuset_status()
@@ -79,6 +82,7 @@ def test_v2_detected_not_faked():
     assert not any(p.name.startswith("bb-") for p in (cg.v2_root() or Path("/nonexistent")).glob("bb-*"))
 
 
+@pytest.mark.root
 def test_v2_recipe_applied_and_restored():
     """Where cgroup v2 has the cpuset controller: the DuT cgroup becomes a root partition on the DuT CPU,
     and afterwards it is gone and the root's controllers are as before."""
@@ -109,6 +113,7 @@ def test_unknown_mode():
     assert mode_status("v3")[0] is False
 
 
+@pytest.mark.root
 def test_sigkilled_recipe_is_undone_by_the_sweep():
     import subprocess
     import sys

@@ -69,6 +69,7 @@ def _qemu_pids() -> set[int]:
     return {int(p) for p in out.split()}
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("hierarchy", ["v1", "v2"])
 def test_boot_with_hierarchy(guest_ready, hierarchy):
     before = set(Path("/tmp").glob("bb-guest-*"))

@@ -63,6 +63,7 @@ def root_ip():
     require_program("ip")
 
 
+@pytest.mark.root
 def test_up_down_leaves_nothing(root_ip):
     from benchbook.testbed.local import LocalBackend
 
@@ -77,6 +78,7 @@ def test_up_down_leaves_nothing(root_ip):
     assert _ours(tok) == {"netns": [], "links": []}
 
 
+@pytest.mark.root
 def test_exception_in_body_still_tears_down(root_ip):
     from benchbook.testbed.local import LocalBackend
 
@@ -106,6 +108,7 @@ def _start_child():
     return proc, token
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_tears_down(root_ip, sig):
     proc, token = _start_child()
@@ -114,6 +117,7 @@ def test_signal_tears_down(root_ip, sig):
     assert _ours(token) == {"netns": [], "links": []}
 
 
+@pytest.mark.root
 def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
     from benchbook.testbed.cleanup import sweep_leftovers
 
@@ -132,6 +136,7 @@ def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
         subprocess.run(["ip", "netns", "del", foreign])
 
 
+@pytest.mark.root
 def test_sweep_keeps_live_runs(root_ip):
     from benchbook.testbed.cleanup import sweep_leftovers
     from benchbook.testbed.local import LocalBackend
@@ -151,6 +156,7 @@ def test_backend_registry():
         get_backend("nope")
 
 
+@pytest.mark.root
 def test_toml_topology_up_with_addresses(root_ip, tmp_path):
     from benchbook.testbed.local import LocalBackend
 

@@ -163,6 +163,7 @@ def _forward_through(tb, dut_kind: str = "testpmd-lxc", tmp: Path | None = None,
     return dut, desc, _ids_in_capture(pcap)
 
 
+@pytest.mark.root
 def test_container_forwards_and_leaves_nothing(lxc_ready, tmp_path):
     from benchbook.testbed.local import LocalBackend
 
@@ -183,6 +184,7 @@ def test_container_forwards_and_leaves_nothing(lxc_ready, tmp_path):
     assert _leftovers(token) == {}
 
 
+@pytest.mark.root
 def test_container_inside_v1_isolation_cpuset(lxc_ready, tmp_path):
     from benchbook.testbed.isolation import NotRunnable, isolation
     from benchbook.testbed.local import LocalBackend
@@ -205,6 +207,7 @@ def test_container_inside_v1_isolation_cpuset(lxc_ready, tmp_path):
     assert _leftovers(token) == {}
 
 
+@pytest.mark.root
 def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
     from benchbook.testbed.isolation import NotRunnable
     from benchbook.testbed.lxc_dut import LxcTestpmdDut
@@ -216,6 +219,7 @@ def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
             pass
 
 
+@pytest.mark.root
 def test_failed_start_cleans_up(lxc_ready):
     """testpmd cannot get its memory (mem_mb=1): the container dies, the error carries the
     console, and nothing remains."""
@@ -245,6 +249,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_interrupted_run_leaves_nothing(lxc_ready, how):
     """Ctrl-C and SIGTERM tear down in-process; after SIGKILL the start-up sweeps remove it."""

@@ -24,6 +24,7 @@ def test_recipe_identity():
     assert cmd[:3] == ["debootstrap", "--variant=minbase", "--arch=amd64"] and "--include=dpdk,dpdk-dev" in cmd
 
 
+@pytest.mark.root
 def test_failed_debootstrap_is_reported_and_leaves_no_tree(tmp_path, monkeypatch):
     require_root()
     require_program("debootstrap")

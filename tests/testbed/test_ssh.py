@@ -209,6 +209,7 @@ def _local_inventory(port: int, key: Path) -> Inventory:
     return Inventory.from_dict({"testbed": {"ssh_options": ssh_options}, "hosts": hosts}, source="local-sshd")
 
 
+@pytest.mark.root
 def test_execute_runs_a_plan_over_real_ssh(local_sshd, tmp_path):
     port, key = local_sshd
     remote_dir = tmp_path / "remote"
@@ -232,6 +233,7 @@ def test_execute_runs_a_plan_over_real_ssh(local_sshd, tmp_path):
     assert all(r["seconds"] >= 0 for r in log)
 
 
+@pytest.mark.root
 def test_execute_stops_at_a_failed_step_but_runs_teardown(local_sshd, tmp_path):
     port, key = local_sshd
     backend = SshBackend(_local_inventory(port, key), dry_run=False)
@@ -242,6 +244,7 @@ def test_execute_stops_at_a_failed_step_but_runs_teardown(local_sshd, tmp_path):
     assert [s["n"] for s in rec["steps"]] == [1, 3]
 
 
+@pytest.mark.root
 def test_ssh_host_start_and_interrupt(local_sshd, tmp_path):
     """start() over ssh: the remote process gets the SIGINT (it prints on SIGINT and ends)."""
     port, key = local_sshd

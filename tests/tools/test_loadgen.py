@@ -49,6 +49,7 @@ def test_binary_rejects_bad_arguments():
     assert r.returncode == 1 and "no-such-if0" in r.stderr
 
 
+@pytest.mark.root
 def test_frame_counts_and_contents_on_veth(tmp_path):
     require_root()
     require_program("tcpdump")

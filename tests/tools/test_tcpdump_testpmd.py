@@ -45,6 +45,7 @@ def tb():
         yield t
 
 
+@pytest.mark.root
 def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
     pcap = tmp_path / "c.pcap"
     cap = tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv(tb.ifname("din"), pcap, direction="in",
@@ -60,12 +61,14 @@ def test_tcpdump_counts_and_missing_lines_are_none(tb, tmp_path):
         "captured": None, "received_by_filter": None, "dropped_by_kernel": None, "dropped_by_interface": None}
 
 
+@pytest.mark.root
 def test_tcpdump_bad_interface_is_a_clear_error(tb, tmp_path):
     pcap = tmp_path / "x.pcap"
     with pytest.raises(tcpdump.CaptureError, match="no-such-if0"):
         tcpdump.start_capture(tb.host("dut"), tcpdump.build_argv("no-such-if0", pcap), pcap)
 
 
+@pytest.mark.root
 def test_testpmd_forwards_and_reports(tb):
     require_program("dpdk-testpmd")
     argv = testpmd.build_argv([tb.ifname("din"), tb.ifname("dout")], main_cpu=1, fwd_cpu=1,
@@ -79,6 +82,7 @@ def test_testpmd_forwards_and_reports(tb):
     assert st["total"]["RX-packets"] == 500 and st["total"]["TX-dropped"] == 0
 
 
+@pytest.mark.root
 def test_testpmd_bad_interface_is_a_clear_error(tb):
     require_program("dpdk-testpmd")
     argv = testpmd.build_argv(["no-such-if0", tb.ifname("dout")], main_cpu=1, fwd_cpu=1,
@@ -87,6 +91,7 @@ def test_testpmd_bad_interface_is_a_clear_error(tb):
         testpmd.start_testpmd(tb.host("dut"), argv)
 
 
+@pytest.mark.root
 def test_dpdk_runtime_dir_removed_after_teardown():
     require_root()
     require_program("dpdk-testpmd")
