@@ -1,0 +1,451 @@
+"""The streaming TCP flow kernel: one pass over capture chunks, a flow table holding both directions.
+
+A flow is keyed by its two (address, port) endpoints (IPv4 addresses as IPv4-mapped IPv6). Direction 0 is
+the originator: the sender of the first packet seen, or the receiver when that packet is a SYN-ACK. Per
+direction the kernel keeps packet and byte counters, the unwrapped 64-bit sequence state (first sequence
+number seen as base, so a 32-bit wrap is just more bytes), the byte ranges not yet seen below the highest
+sequence (``MAX_HOLES`` holes; a full list forgets its lowest hole, whose bytes then stay missing), the
+per-interval accumulators and the RTT rings (:mod:`benchbook.analysis.tcp_rtt`).
+
+The kernel stops before a packet when the flow table or an output buffer needs room; the driver grows or
+drains them and calls it again from that packet. Interval rows are flushed when a direction's packet falls
+into a new bin; rows of one (flow, direction, bin) can appear twice only if timestamps go backwards, and the
+driver sums them. Bins are ``(t - t0) // bin_ns`` on integer nanoseconds, t0 = first packet of the run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from benchbook.analysis import tcp_parse as tp
+from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis import tcp_rules as tr
+
+MAX_HOLES = 16
+
+# kernel return status
+DONE, GROW_FLOWS, FLUSH_IV, FLUSH_RTT = 0, 1, 2, 3
+
+# flow slots (fl[f, ...])
+(FL_OA_HI, FL_OA_LO, FL_RA_HI, FL_RA_LO, FL_OPORT, FL_RPORT, FL_IPV, FL_FIRST_TS, FL_LAST_TS, FL_SYN_TS,
+ FL_SYNACK_TS, FL_ACK3_TS, FL_HS, FL_FIRST_OFF, FL_FIRST_FILE, FL_SYNACK_SEQ) = range(16)
+N_FL = 16
+
+# direction slots (st[f, d, ...])
+(S_PKTS, S_WIRE, S_PAY, S_PSEGS, S_ISN, S_HIGH, S_INIT, S_SYNS, S_FINS, S_RSTS, S_NEW, S_RX_Z, S_RX_WS, S_OOO_WS,
+ S_RX_TT, S_OOO_TT, S_RXB_TT, S_HIGH_TS, S_ACKED, S_ACKED_OK, S_DUPACKS, S_DUPACK_TS, S_WIN, S_WSCALE, S_MSS,
+ S_SACKOK, S_SACKS, S_TSOPTS, S_KEEPALIVE, S_ZWP, S_NHOLES, S_FIRST_TS, S_LAST_TS, S_CUR_BIN,
+ B_PKTS, B_WIRE, B_PAY, B_NEW, B_RXS, B_RXB, B_OOO, B_ACKS, B_IATSUM, B_IATN, B_INFL_MAX,
+ S_ADV_ACK_TS, S_TS_HEAD, S_TS_COUNT, S_SEG_HEAD, S_SEG_COUNT, S_FIRST_DATA, S_LOST_HOLE_BYTES,
+ S_RXB_Z, S_RXB_WS, S_WIN_OK, S_LAST_WIN_RAW, S_IPBYTES, S_UNCAPTURED) = range(58)
+N_ST = 58
+B_FIRST, B_LAST = B_PKTS, B_INFL_MAX
+
+# interval row columns: flow, dir, bin, then the B_* accumulators in order
+IV_FLOW, IV_DIR, IV_BIN = 0, 1, 2
+N_IV = 3 + (B_LAST - B_FIRST + 1)
+IV_NAMES = ("packets", "wire_bytes", "payload_bytes", "goodput_bytes", "retransmitted_segments",
+            "retransmitted_bytes", "out_of_order_segments", "advancing_acks", "ack_interarrival_sum_ns",
+            "ack_interarrival_count", "bytes_in_flight_max")
+
+# run counters
+(C_PKTS, C_TCP, C_NOT_TCP, C_MALFORMED, C_MAL_OFF, C_MAL_FILE, C_NFLOWS, C_NIV, C_NRTT, C_T0, C_BACKWARDS,
+ C_LAST_TS, C_HOLE_OVERFLOW) = range(13)
+N_C = 13
+
+HASH_M1 = np.uint64(0x9E3779B97F4A7C15)
+HASH_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def new_state(flows: int = 64, iv_rows: int = 1 << 16, rtt_rows: int = 1 << 17) -> dict[str, np.ndarray]:
+    """Empty flow table (room for ``flows`` flows) and output buffers."""
+    c = np.zeros(N_C, np.int64)
+    c[C_MAL_OFF] = -1
+    c[C_T0] = np.iinfo(np.int64).min
+    return {
+        "fl": np.zeros((flows, N_FL), np.int64),
+        "st": np.zeros((flows, 2, N_ST), np.int64),
+        "holes": np.zeros((flows, 2, MAX_HOLES, 2), np.int64),
+        "tsr": np.zeros((flows, 2, rt.TS_RING, 2), np.int64),
+        "sgr": np.zeros((flows, 2, rt.SEG_RING, 2), np.int64),
+        "slots": np.full(4 * flows, -1, np.int64),
+        "iv": np.zeros((iv_rows, N_IV), np.int64),
+        "rtt": np.zeros((rtt_rows, rt.N_R), np.int64),
+        "c": c,
+    }
+
+
+def grow_flows(state: dict[str, np.ndarray]) -> None:
+    """Double the flow table and rehash."""
+    n = state["fl"].shape[0]
+    for k in ("fl", "st", "holes", "tsr", "sgr"):
+        old = state[k]
+        new = np.zeros((2 * n, *old.shape[1:]), old.dtype)
+        new[:n] = old
+        state[k] = new
+    slots = np.full(8 * n, -1, np.int64)
+    _rehash(state["fl"], int(state["c"][C_NFLOWS]), slots)
+    state["slots"] = slots
+
+
+@njit(cache=True, inline="always")
+def _hash(a_hi, a_lo, b_hi, b_lo, pa, pb):
+    # symmetric in the two endpoints: combine the hashes of both with xor-free commutative arithmetic
+    ha = (np.uint64(a_hi) * HASH_M1) ^ (np.uint64(a_lo) * HASH_M2) ^ (np.uint64(pa) * HASH_M1 * HASH_M2)
+    hb = (np.uint64(b_hi) * HASH_M1) ^ (np.uint64(b_lo) * HASH_M2) ^ (np.uint64(pb) * HASH_M1 * HASH_M2)
+    h = (ha + hb) * HASH_M2
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _rehash(fl, nflows, slots):
+    mask = np.uint64(slots.shape[0] - 1)
+    for f in range(nflows):
+        h = _hash(fl[f, FL_OA_HI], fl[f, FL_OA_LO], fl[f, FL_RA_HI], fl[f, FL_RA_LO], fl[f, FL_OPORT],
+                  fl[f, FL_RPORT]) & mask
+        while slots[h] != -1:
+            h = (h + np.uint64(1)) & mask
+        slots[h] = f
+
+
+@njit(cache=True, inline="always")
+def _unwrap(v32, isn, ref):
+    """64-bit position of 32-bit sequence number v32 relative to isn, nearest to ref."""
+    rel = (v32 - isn) & 0xFFFFFFFF
+    d = (rel - (ref & 0xFFFFFFFF)) & 0xFFFFFFFF
+    if d >= 0x80000000:
+        d -= 0x100000000
+    return ref + d
+
+
+@njit(cache=True, inline="always")
+def _cover(hl, s, start, end, c):
+    """Mark [start, end) seen in one direction; return how many of its bytes are new. hl: holes[f, d]."""
+    high = s[S_HIGH]
+    new = np.int64(0)
+    n = s[S_NHOLES]
+    top = min(end, high)
+    if start < top and n > 0:
+        j = 0
+        while j < n:
+            hs = hl[j, 0]
+            he = hl[j, 1]
+            if he <= start:
+                j += 1
+                continue
+            if hs >= top:
+                break
+            a = max(hs, start)
+            b = min(he, top)
+            new += b - a
+            if a == hs and b == he:  # hole filled
+                for k in range(j, n - 1):
+                    hl[k, 0] = hl[k + 1, 0]
+                    hl[k, 1] = hl[k + 1, 1]
+                n -= 1
+                continue
+            if a == hs:
+                hl[j, 0] = b
+            elif b == he:
+                hl[j, 1] = a
+            else:  # split
+                if n == MAX_HOLES:
+                    s[S_LOST_HOLE_BYTES] += hl[0, 1] - hl[0, 0]
+                    c[C_HOLE_OVERFLOW] += 1
+                    for k in range(0, n - 1):
+                        hl[k, 0] = hl[k + 1, 0]
+                        hl[k, 1] = hl[k + 1, 1]
+                    n -= 1
+                    j -= 1
+                for k in range(n, j + 1, -1):
+                    hl[k, 0] = hl[k - 1, 0]
+                    hl[k, 1] = hl[k - 1, 1]
+                hl[j + 1, 0] = b
+                hl[j + 1, 1] = he
+                hl[j, 1] = a
+                n += 1
+                j += 1
+            j += 1
+    if end > high:
+        lo = max(start, high)
+        new += end - lo
+        if start > high:
+            if n == MAX_HOLES:
+                s[S_LOST_HOLE_BYTES] += hl[0, 1] - hl[0, 0]
+                c[C_HOLE_OVERFLOW] += 1
+                for k in range(0, n - 1):
+                    hl[k, 0] = hl[k + 1, 0]
+                    hl[k, 1] = hl[k + 1, 1]
+                n -= 1
+            hl[n, 0] = high
+            hl[n, 1] = start
+            n += 1
+    s[S_NHOLES] = n
+    return new
+
+
+@njit(cache=True, inline="always")
+def _flush_bin(f, d, s, iv, c):
+    if s[B_PKTS] > 0 or s[B_ACKS] > 0:
+        r = c[C_NIV]
+        iv[r, IV_FLOW] = f
+        iv[r, IV_DIR] = d
+        iv[r, IV_BIN] = s[S_CUR_BIN]
+        for k in range(B_FIRST, B_LAST + 1):
+            iv[r, 3 + k - B_FIRST] = s[k]
+            s[k] = 0
+        c[C_NIV] = r + 1
+
+
+@njit(cache=True, inline="always")
+def _rtt_row(rtt, c, f, d, ts, v, kind, infl):
+    r = c[C_NRTT]
+    rtt[r, rt.R_FLOW] = f
+    rtt[r, rt.R_DIR] = d
+    rtt[r, rt.R_TIME] = ts
+    rtt[r, rt.R_RTT] = v
+    rtt[r, rt.R_KIND] = kind
+    rtt[r, rt.R_INFLIGHT] = infl
+    c[C_NRTT] = r + 1
+
+
+@njit(cache=True, nogil=True)
+def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, start, bin_ns, rule,
+            fl, st, holes, tsr, sgr, slots, iv, rtt, c):
+    """Walk packets start.. of one chunk. Returns (next packet, status)."""
+    p = np.zeros(tp.N_P, np.int64)
+    n = ts_ns.shape[0]
+    mask = np.uint64(slots.shape[0] - 1)
+    cap_flows = fl.shape[0]
+    for i in range(start, n):
+        if c[C_NFLOWS] + 1 >= cap_flows or 2 * (c[C_NFLOWS] + 1) > slots.shape[0] // 2:
+            return i, GROW_FLOWS
+        if c[C_NIV] + 2 >= iv.shape[0]:
+            return i, FLUSH_IV
+        if c[C_NRTT] + 2 >= rtt.shape[0]:
+            return i, FLUSH_RTT
+        t = ts_ns[i]
+        c[C_PKTS] += 1
+        if c[C_T0] == np.iinfo(np.int64).min:
+            c[C_T0] = t
+        if t < c[C_LAST_TS]:
+            c[C_BACKWARDS] += 1
+        c[C_LAST_TS] = t
+        status = tp.parse_frame(data, offsets[i], np.int64(caplen[i]), linktype, p)
+        if status != tp.TCP_OK:
+            if status == tp.MALFORMED:
+                c[C_MALFORMED] += 1
+                if c[C_MAL_OFF] < 0:
+                    c[C_MAL_OFF] = foffs[i]
+                    c[C_MAL_FILE] = file_index
+            else:
+                c[C_NOT_TCP] += 1
+            continue
+        c[C_TCP] += 1
+        # ---- flow lookup -------------------------------------------------------------------------
+        h = _hash(p[tp.P_A_HI], p[tp.P_A_LO], p[tp.P_B_HI], p[tp.P_B_LO], p[tp.P_SPORT], p[tp.P_DPORT]) & mask
+        f = -1
+        d = 0
+        while True:
+            g = slots[h]
+            if g == -1:
+                break
+            if (fl[g, FL_OPORT] == p[tp.P_SPORT] and fl[g, FL_RPORT] == p[tp.P_DPORT]
+                    and fl[g, FL_OA_LO] == p[tp.P_A_LO] and fl[g, FL_RA_LO] == p[tp.P_B_LO]
+                    and fl[g, FL_OA_HI] == p[tp.P_A_HI] and fl[g, FL_RA_HI] == p[tp.P_B_HI]):
+                f = g
+                d = 0
+                break
+            if (fl[g, FL_OPORT] == p[tp.P_DPORT] and fl[g, FL_RPORT] == p[tp.P_SPORT]
+                    and fl[g, FL_OA_LO] == p[tp.P_B_LO] and fl[g, FL_RA_LO] == p[tp.P_A_LO]
+                    and fl[g, FL_OA_HI] == p[tp.P_B_HI] and fl[g, FL_RA_HI] == p[tp.P_A_HI]):
+                f = g
+                d = 1
+                break
+            h = (h + np.uint64(1)) & mask
+        flags = p[tp.P_FLAGS]
+        if f == -1:
+            f = c[C_NFLOWS]
+            c[C_NFLOWS] = f + 1
+            slots[h] = f
+            rev = (flags & tp.SYN) != 0 and (flags & tp.ACK) != 0
+            if rev:
+                fl[f, FL_OA_HI], fl[f, FL_OA_LO] = p[tp.P_B_HI], p[tp.P_B_LO]
+                fl[f, FL_RA_HI], fl[f, FL_RA_LO] = p[tp.P_A_HI], p[tp.P_A_LO]
+                fl[f, FL_OPORT], fl[f, FL_RPORT] = p[tp.P_DPORT], p[tp.P_SPORT]
+                d = 1
+            else:
+                fl[f, FL_OA_HI], fl[f, FL_OA_LO] = p[tp.P_A_HI], p[tp.P_A_LO]
+                fl[f, FL_RA_HI], fl[f, FL_RA_LO] = p[tp.P_B_HI], p[tp.P_B_LO]
+                fl[f, FL_OPORT], fl[f, FL_RPORT] = p[tp.P_SPORT], p[tp.P_DPORT]
+                d = 0
+            fl[f, FL_IPV] = p[tp.P_IPV]
+            fl[f, FL_FIRST_TS] = t
+            fl[f, FL_FIRST_OFF] = foffs[i]
+            fl[f, FL_FIRST_FILE] = file_index
+            fl[f, FL_SYN_TS] = -1
+            fl[f, FL_SYNACK_TS] = -1
+            fl[f, FL_ACK3_TS] = -1
+            for dd in range(2):
+                st[f, dd, S_WSCALE] = -1
+                st[f, dd, S_MSS] = -1
+                st[f, dd, S_CUR_BIN] = np.iinfo(np.int64).min
+                st[f, dd, S_ADV_ACK_TS] = -1
+        fl[f, FL_LAST_TS] = t
+        s = st[f, d]
+        o = st[f, 1 - d]
+        wire = np.int64(wirelen[i])
+        plen = p[tp.P_LEN]
+        # ---- handshake ---------------------------------------------------------------------------
+        if flags & tp.SYN:
+            s[S_SYNS] += 1
+            if p[tp.P_MSS] >= 0:
+                s[S_MSS] = p[tp.P_MSS]
+            if p[tp.P_WSCALE] >= 0:
+                s[S_WSCALE] = p[tp.P_WSCALE]
+            if p[tp.P_SACKOK]:
+                s[S_SACKOK] = 1
+            if flags & tp.ACK:
+                if d == 1 and fl[f, FL_SYNACK_TS] < 0:
+                    fl[f, FL_SYNACK_TS] = t
+                    fl[f, FL_SYNACK_SEQ] = p[tp.P_SEQ]
+            elif d == 0 and fl[f, FL_SYN_TS] < 0:
+                fl[f, FL_SYN_TS] = t
+        elif (d == 0 and fl[f, FL_ACK3_TS] < 0 and fl[f, FL_SYNACK_TS] >= 0 and (flags & tp.ACK)
+              and p[tp.P_ACK] == ((fl[f, FL_SYNACK_SEQ] + 1) & 0xFFFFFFFF)):
+            fl[f, FL_ACK3_TS] = t
+        if flags & tp.FIN:
+            s[S_FINS] += 1
+        if flags & tp.RST:
+            s[S_RSTS] += 1
+        if p[tp.P_SACKN] > 0:
+            s[S_SACKS] += 1
+        # ---- counters and bin --------------------------------------------------------------------
+        if s[S_PKTS] == 0:
+            s[S_FIRST_TS] = t
+        s[S_LAST_TS] = t
+        s[S_PKTS] += 1
+        s[S_WIRE] += wire
+        s[S_IPBYTES] += p[tp.P_IPLEN]
+        b = (t - c[C_T0]) // bin_ns
+        if b != s[S_CUR_BIN]:
+            _flush_bin(f, d, s, iv, c)
+            s[S_CUR_BIN] = b
+        s[B_PKTS] += 1
+        s[B_WIRE] += wire
+        # ---- sequence space ----------------------------------------------------------------------
+        seq = p[tp.P_SEQ]
+        if s[S_INIT] == 0:
+            s[S_INIT] = 1
+            s[S_ISN] = seq
+            s[S_HIGH] = 1 if (flags & tp.SYN) else 0
+            s[S_FIRST_DATA] = s[S_HIGH]
+            s[S_HIGH_TS] = t
+        seg_start = _unwrap(seq, s[S_ISN], s[S_HIGH])
+        if flags & tp.SYN:
+            seg_start += 1
+        if plen > 0:
+            s[S_PAY] += plen
+            s[S_PSEGS] += 1
+            s[B_PAY] += plen
+            high = s[S_HIGH]
+            seg_end = seg_start + plen
+            if (plen <= 1 and seg_start == high - 1 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0):
+                s[S_KEEPALIVE] += 1
+            else:
+                if plen == 1 and seg_start == high and o[S_WIN_OK] and o[S_LAST_WIN_RAW] == 0:
+                    s[S_ZWP] += 1
+                new = _cover(holes[f, d], s, seg_start, seg_end, c)
+                overlap = plen - new
+                if p[tp.P_CAPPAY] < plen:
+                    s[S_UNCAPTURED] += min(new, plen - p[tp.P_CAPPAY])
+                s[S_NEW] += new
+                s[B_NEW] += new
+                thr = tr.DEFAULT_OOO_THRESHOLD_NS
+                if fl[f, FL_SYN_TS] >= 0 and fl[f, FL_ACK3_TS] >= 0:
+                    thr = fl[f, FL_ACK3_TS] - fl[f, FL_SYN_TS]
+                bits = tr.classify(seg_start, seg_end, high, overlap, t, o[S_ACKED], o[S_ACKED_OK], o[S_DUPACKS],
+                                   o[S_DUPACK_TS], s[S_HIGH_TS], thr)
+                if bits & tr.RX_ZEEK:
+                    s[S_RX_Z] += 1
+                    s[S_RXB_Z] += plen
+                if bits & tr.RX_WS:
+                    s[S_RX_WS] += 1
+                    s[S_RXB_WS] += plen
+                if bits & tr.OOO_WS:
+                    s[S_OOO_WS] += 1
+                if bits & tr.RX_TT:
+                    s[S_RX_TT] += 1
+                    s[S_RXB_TT] += overlap
+                if bits & tr.OOO_TT:
+                    s[S_OOO_TT] += 1
+                if rule == tr.RULE_ZEEK:
+                    if bits & tr.RX_ZEEK:
+                        s[B_RXS] += 1
+                        s[B_RXB] += plen
+                elif rule == tr.RULE_WIRESHARK:
+                    if bits & tr.RX_WS:
+                        s[B_RXS] += 1
+                        s[B_RXB] += plen
+                    if bits & tr.OOO_WS:
+                        s[B_OOO] += 1
+                else:
+                    if bits & tr.RX_TT:
+                        s[B_RXS] += 1
+                        s[B_RXB] += overlap
+                    if bits & tr.OOO_TT:
+                        s[B_OOO] += 1
+                if seg_start < high:
+                    rt.seg_mark_resent(sgr[f, d], s, S_SEG_HEAD, seg_start, seg_end)
+                if seg_end > high:
+                    s[S_HIGH] = seg_end
+                    s[S_HIGH_TS] = t
+                    rt.seg_push(sgr[f, d], s, S_SEG_HEAD, seg_end, t)
+                if o[S_ACKED_OK]:
+                    infl = s[S_HIGH] - o[S_ACKED]
+                    if infl > s[B_INFL_MAX]:
+                        s[B_INFL_MAX] = infl
+            if p[tp.P_HAS_TS]:
+                rt.ts_push(tsr[f, d], s, S_TS_HEAD, p[tp.P_TSVAL], t)
+        elif (flags & tp.SYN) and p[tp.P_HAS_TS]:
+            rt.ts_push(tsr[f, d], s, S_TS_HEAD, p[tp.P_TSVAL], t)
+        if p[tp.P_HAS_TS]:
+            s[S_TSOPTS] += 1
+        # ---- window ------------------------------------------------------------------------------
+        s[S_LAST_WIN_RAW] = p[tp.P_WIN]
+        s[S_WIN_OK] = 1
+        # ---- the ACK acknowledges the other direction ---------------------------------------------
+        if (flags & tp.ACK) and o[S_INIT]:
+            ack = _unwrap(p[tp.P_ACK], o[S_ISN], o[S_HIGH])
+            if o[S_ACKED_OK] == 0 or ack > o[S_ACKED]:
+                if s[S_ADV_ACK_TS] >= 0:
+                    s[B_IATSUM] += t - s[S_ADV_ACK_TS]
+                    s[B_IATN] += 1
+                s[S_ADV_ACK_TS] = t
+                s[B_ACKS] += 1
+                infl = o[S_HIGH] - (o[S_ACKED] if o[S_ACKED_OK] else ack)
+                o[S_ACKED] = ack
+                o[S_ACKED_OK] = 1
+                o[S_DUPACKS] = 0
+                r = rt.seg_ack(sgr[f, 1 - d], o, S_SEG_HEAD, ack, t)
+                if r >= 0:
+                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_DATA_ACK, infl)
+            elif ack == o[S_ACKED] and plen == 0 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0:
+                o[S_DUPACKS] += 1
+                o[S_DUPACK_TS] = t
+            if p[tp.P_HAS_TS] and o[S_TS_COUNT] > 0:
+                r = rt.ts_echo(tsr[f, 1 - d], o, S_TS_HEAD, p[tp.P_TSECR], t)
+                if r >= 0:
+                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_TS_ECHO, o[S_HIGH] - o[S_ACKED])
+    return n, DONE
+
+
+@njit(cache=True, nogil=True)
+def flush_all(st, nflows, iv, c):
+    """Flush every direction's open bin (room for 2 * nflows rows must exist)."""
+    for f in range(nflows):
+        for d in range(2):
+            _flush_bin(f, d, st[f, d], iv, c)
+            st[f, d, S_CUR_BIN] = np.iinfo(np.int64).min

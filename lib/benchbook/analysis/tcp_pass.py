@@ -1,0 +1,150 @@
+"""One streaming pass of the TCP analysis over one or more captures (read in the order given, as one trace).
+
+Memory: the flow table (a few tens of kB per flow), one capture chunk, the interval rows (one per flow,
+direction and bin) and one RTT-row buffer, which is handed to ``on_rtt`` whenever it fills, so the pass
+holds nothing per packet. Per flow direction the RTT samples also go into an HdrHistogram (min and mean
+exact, p99 to 3 significant figures).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from benchbook.analysis import tcp_flows as tf
+from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.tcp_rules import rule_index
+from benchbook.capture.errors import CaptureWarning
+from benchbook.capture.reader import open_capture
+from benchbook.errors import BenchbookError
+
+
+class TcpAnalysisError(BenchbookError, ValueError):
+    """A capture the TCP analysis cannot use (no packets, no TCP, unsupported link type)."""
+
+
+SUPPORTED_LINKTYPES = {0: "BSD loopback", 1: "Ethernet", 12: "raw IP", 14: "raw IP", 101: "raw IP",
+                       108: "OpenBSD loopback", 113: "Linux cooked", 228: "raw IPv4", 229: "raw IPv6",
+                       276: "Linux cooked v2"}
+
+
+@dataclass
+class TcpPass:
+    """What the pass found: flow table, interval rows, counters, RTT histograms, warnings."""
+
+    files: list[str]
+    bin_ns: int
+    rule: str
+    fl: np.ndarray
+    st: np.ndarray
+    holes: np.ndarray
+    iv_rows: np.ndarray
+    counters: dict[str, int]
+    t0_ns: int
+    rtt_hist: dict[tuple[int, int], HdrHistogram] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.fl.shape[0])
+
+
+def _new_hist() -> HdrHistogram:
+    return HdrHistogram(1, 3_600_000_000_000, 3)
+
+
+def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str = "zeek",
+             on_rtt: Callable[[np.ndarray], None] | None = None, chunk_packets: int = 1 << 18) -> TcpPass:
+    """Analyse ``paths`` in one pass. ``on_rtt`` receives each filled block of RTT rows (int64, tcp_rtt.R_*)."""
+    if bin_ns <= 0:
+        raise ValueError(f"bin length must be positive, got {bin_ns} ns")
+    rule_no = rule_index(rule)
+    state = tf.new_state()
+    c = state["c"]
+    hists: dict[tuple[int, int], HdrHistogram] = {}
+    iv_parts: list[np.ndarray] = []
+    messages: list[str] = []
+
+    def drain_rtt() -> None:
+        n = int(c[tf.C_NRTT])
+        if n == 0:
+            return
+        rows = state["rtt"][:n].copy()
+        c[tf.C_NRTT] = 0
+        key = rows[:, rt.R_FLOW] * 2 + rows[:, rt.R_DIR]
+        order = np.argsort(key, kind="stable")
+        ks, starts = np.unique(key[order], return_index=True)
+        bounds = list(starts[1:]) + [n]
+        for k, a, b in zip(ks, starts, bounds, strict=True):
+            h = hists.get((int(k) // 2, int(k) % 2))
+            if h is None:
+                h = hists[(int(k) // 2, int(k) % 2)] = _new_hist()
+            h.record(np.maximum(rows[order[a:b], rt.R_RTT], 1))
+        if on_rtt is not None:
+            on_rtt(rows)
+
+    def drain_iv() -> None:
+        n = int(c[tf.C_NIV])
+        if n:
+            iv_parts.append(state["iv"][:n].copy())
+            c[tf.C_NIV] = 0
+
+    files = [str(p) for p in paths]
+    for file_index, path in enumerate(files):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CaptureWarning)
+            for chunk in open_capture(path, chunk_packets=chunk_packets):
+                if chunk.linktype not in SUPPORTED_LINKTYPES:
+                    raise TcpAnalysisError(
+                        f"{path}: at byte offset {int(chunk.file_offsets[0])}: link type {chunk.linktype} is not "
+                        f"supported: expected one of {', '.join(f'{k} ({v})' for k, v in SUPPORTED_LINKTYPES.items())}")
+                i = 0
+                while True:
+                    i, status = tf.process(
+                        chunk.ts_ns, chunk.caplen, chunk.wirelen, chunk.offsets, chunk.file_offsets, chunk.data,
+                        chunk.linktype, file_index, i, bin_ns, rule_no, state["fl"], state["st"], state["holes"],
+                        state["tsr"], state["sgr"], state["slots"], state["iv"], state["rtt"], c)
+                    if status == tf.DONE:
+                        break
+                    if status == tf.GROW_FLOWS:
+                        tf.grow_flows(state)
+                    elif status == tf.FLUSH_IV:
+                        drain_iv()
+                    elif status == tf.FLUSH_RTT:
+                        drain_rtt()
+        for w in caught:
+            if issubclass(w.category, CaptureWarning):
+                messages.append(str(w.message))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    nflows = int(c[tf.C_NFLOWS])
+    drain_iv()
+    if state["iv"].shape[0] < 2 * nflows + 2:
+        state["iv"] = np.zeros((2 * nflows + 2, tf.N_IV), np.int64)
+    tf.flush_all(state["st"], nflows, state["iv"], c)
+    drain_iv()
+    drain_rtt()
+    counters = {name: int(c[k]) for name, k in (
+        ("packets", tf.C_PKTS), ("tcp_packets", tf.C_TCP), ("non_tcp_packets", tf.C_NOT_TCP),
+        ("malformed_packets", tf.C_MALFORMED), ("flows", tf.C_NFLOWS), ("backwards_timestamps", tf.C_BACKWARDS),
+        ("hole_list_overflows", tf.C_HOLE_OVERFLOW))}
+    if counters["packets"] == 0:
+        raise TcpAnalysisError(f"{', '.join(files)}: no packets")
+    if c[tf.C_MALFORMED]:
+        messages.append(
+            f"{files[int(c[tf.C_MAL_FILE])]}: at byte offset {int(c[tf.C_MAL_OFF])}: IP/TCP header cut short or with "
+            f"impossible lengths; {counters['malformed_packets']} such packet(s) skipped")
+    if c[tf.C_NOT_TCP]:
+        messages.append(f"{counters['non_tcp_packets']} non-TCP packet(s) skipped (other protocols, non-first "
+                        f"fragments)")
+    if counters["tcp_packets"] == 0:
+        raise TcpAnalysisError(f"{', '.join(files)}: no TCP packets among {counters['packets']} packets")
+    iv_rows = np.concatenate(iv_parts) if iv_parts else np.zeros((0, tf.N_IV), np.int64)
+    return TcpPass(files=files, bin_ns=bin_ns, rule=rule, fl=state["fl"][:nflows].copy(),
+                   st=state["st"][:nflows].copy(), holes=state["holes"][:nflows].copy(), iv_rows=iv_rows,
+                   counters=counters, t0_ns=int(c[tf.C_T0]), rtt_hist=hists, messages=messages)

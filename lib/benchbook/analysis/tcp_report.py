@@ -1,0 +1,307 @@
+"""Report of the TCP analysis: flows.parquet, intervals.parquet, rtt.parquet, report.html, summary.json.
+
+Written into a temporary directory beside the output directory and moved into place only when all
+succeeded. summary.json holds exactly ``{"rule", "bin_ms", "packets", "flows": [{"src", "sport", "dst",
+"dport", "packets", "bytes", "goodput_bps", "retransmissions", "out_of_order", "rtt_ms": {"min", "mean",
+"p99"}}, ...], "jain_of_means", "jain_mean_of_intervals"}``. Per flow: ``src``/``sport`` is the originator,
+``packets`` and ``bytes`` (frame bytes) count both directions, ``goodput_bps`` is the bytes seen for the
+first time in both directions x 8 / the flow's duration, ``retransmissions``/``out_of_order`` sum both
+directions under the rule, ``rtt_ms`` summarises the RTT samples of both directions (TS echo and data ->
+ACK; min and mean exact, p99 HdrHistogram to 3 significant figures). Jain's indices (both variants, see
+:mod:`benchbook.analysis.fairness`) are over the per-bin goodput of the bulk flows: flows carrying at least
+1 % of all goodput bytes (so an iperf3 control connection does not count as a competitor); null with fewer
+than two such flows.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchbook.analysis import tcp_flows as tf
+from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.tcp_intervals import flow_goodput_series, interval_table
+from benchbook.analysis.tcp_pass import TcpPass, run_pass
+
+OUTPUT_FILES = ("flows.parquet", "intervals.parquet", "rtt.parquet", "report.html", "plotly.min.js", "summary.json")
+BULK_SHARE = 0.01
+RTT_PLOT_POINTS = 20_000
+
+_DIR_COLUMNS = {
+    "packets": tf.S_PKTS, "wire_bytes": tf.S_WIRE, "ip_bytes": tf.S_IPBYTES, "payload_bytes": tf.S_PAY,
+    "payload_segments": tf.S_PSEGS, "unique_bytes": tf.S_NEW,
+    "retransmissions_zeek": tf.S_RX_Z, "retransmitted_bytes_zeek": tf.S_RXB_Z,
+    "retransmissions_wireshark": tf.S_RX_WS, "retransmitted_bytes_wireshark": tf.S_RXB_WS,
+    "out_of_order_wireshark": tf.S_OOO_WS, "retransmissions_tcptrace": tf.S_RX_TT,
+    "retransmitted_bytes_tcptrace": tf.S_RXB_TT, "out_of_order_tcptrace": tf.S_OOO_TT,
+    "keepalives": tf.S_KEEPALIVE, "zero_window_probes": tf.S_ZWP, "syn_segments": tf.S_SYNS,
+    "fin_segments": tf.S_FINS, "rst_segments": tf.S_RSTS, "sack_segments": tf.S_SACKS,
+    "timestamp_segments": tf.S_TSOPTS, "mss_bytes": tf.S_MSS, "window_scale": tf.S_WSCALE,
+    "sack_permitted": tf.S_SACKOK, "first_time_ns": tf.S_FIRST_TS, "last_time_ns": tf.S_LAST_TS,
+}
+
+
+def address(hi: int, lo: int) -> str:
+    """Text form of an address stored as two 64-bit halves (IPv4 as IPv4-mapped)."""
+    v = ((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF)
+    a = ipaddress.IPv6Address(v)
+    return str(a.ipv4_mapped) if a.ipv4_mapped is not None else str(a)
+
+
+def rule_counts(rule: str) -> tuple[str, str | None]:
+    """flows.parquet column stems of the rule's retransmission and out-of-order counts."""
+    return f"retransmissions_{rule}", (None if rule == "zeek" else f"out_of_order_{rule}")
+
+
+def flow_table(tp: TcpPass) -> pd.DataFrame:
+    """One row per flow, both directions (orig_*, resp_*)."""
+    fl, st, holes = tp.fl, tp.st, tp.holes
+    n = fl.shape[0]
+    cols: dict[str, Any] = {
+        "flow": np.arange(n, dtype=np.int64),
+        "src": [address(int(fl[f, tf.FL_OA_HI]), int(fl[f, tf.FL_OA_LO])) for f in range(n)],
+        "sport": fl[:, tf.FL_OPORT].astype(np.int64),
+        "dst": [address(int(fl[f, tf.FL_RA_HI]), int(fl[f, tf.FL_RA_LO])) for f in range(n)],
+        "dport": fl[:, tf.FL_RPORT].astype(np.int64),
+        "ip_version": fl[:, tf.FL_IPV].astype(np.int64),
+        "first_time_ns": fl[:, tf.FL_FIRST_TS].astype(np.int64),
+        "last_time_ns": fl[:, tf.FL_LAST_TS].astype(np.int64),
+    }
+    syn, synack, ack3 = fl[:, tf.FL_SYN_TS], fl[:, tf.FL_SYNACK_TS], fl[:, tf.FL_ACK3_TS]
+    cols["handshake"] = np.where((syn >= 0) & (synack >= 0) & (ack3 >= 0), "complete",
+                                 np.where((syn >= 0) | (synack >= 0), "partial", "none"))
+    cols["handshake_rtt_ns"] = pd.array(np.where((syn >= 0) & (ack3 >= 0), ack3 - syn, -1), dtype="Int64")
+    cols["handshake_rtt_ns"][cols["handshake_rtt_ns"] < 0] = pd.NA
+    cols["syn_to_synack_ns"] = pd.array(np.where((syn >= 0) & (synack >= 0), synack - syn, -1), dtype="Int64")
+    cols["syn_to_synack_ns"][cols["syn_to_synack_ns"] < 0] = pd.NA
+    cols["first_file_offset"] = fl[:, tf.FL_FIRST_OFF].astype(np.int64)
+    cols["first_file"] = [tp.files[int(k)] for k in fl[:, tf.FL_FIRST_FILE]]
+    for d, prefix in enumerate(("orig_", "resp_")):
+        s = st[:, d]
+        for name, k in _DIR_COLUMNS.items():
+            cols[prefix + name] = s[:, k].astype(np.int64)
+        span = s[:, tf.S_HIGH] - s[:, tf.S_FIRST_DATA]
+        cols[prefix + "seq_span_bytes"] = np.where(s[:, tf.S_INIT] > 0, span, 0).astype(np.int64)
+        hole_bytes = np.array([int((holes[f, d, : int(s[f, tf.S_NHOLES]), 1]
+                                    - holes[f, d, : int(s[f, tf.S_NHOLES]), 0]).sum()) for f in range(n)], np.int64)
+        cols[prefix + "missed_bytes"] = hole_bytes + s[:, tf.S_LOST_HOLE_BYTES] + s[:, tf.S_UNCAPTURED]
+        for stat in ("min", "mean", "p99"):
+            vals = []
+            for f in range(n):
+                h = tp.rtt_hist.get((f, d))
+                if h is None or h.total_count == 0:
+                    vals.append(np.nan)
+                else:
+                    vals.append(float(h.min) if stat == "min" else float(h.mean) if stat == "mean"
+                                else float(h.value_at_percentile(99.0)))
+            cols[prefix + f"rtt_{stat}_ns"] = np.array(vals, float)
+        cols[prefix + "rtt_samples"] = np.array(
+            [tp.rtt_hist[(f, d)].total_count if (f, d) in tp.rtt_hist else 0 for f in range(n)], np.int64)
+    df = pd.DataFrame(cols)
+    dur = (df["last_time_ns"] - df["first_time_ns"]).to_numpy(float) / 1e9
+    df["duration_s"] = dur
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df["goodput_bps"] = np.where(dur > 0, (df["orig_unique_bytes"] + df["resp_unique_bytes"]) * 8 / dur, np.nan)
+    return df
+
+
+def _merged_rtt_ms(tp: TcpPass, f: int) -> dict[str, float | None]:
+    hs = [tp.rtt_hist[(f, d)] for d in (0, 1) if (f, d) in tp.rtt_hist and tp.rtt_hist[(f, d)].total_count]
+    if not hs:
+        return rt.rtt_summary_ms(None)
+    h = hs[0].copy()
+    for other in hs[1:]:
+        h.merge(other)
+    return rt.rtt_summary_ms(h)
+
+
+def fairness_numbers(flows: pd.DataFrame, intervals: pd.DataFrame, bin_ns: int) -> dict[str, Any]:
+    """Both Jain variants over the bulk flows' per-bin goodput (None with fewer than two bulk flows)."""
+    from benchbook.analysis.fairness import FlowSeries, summarize
+
+    unique = flows["orig_unique_bytes"] + flows["resp_unique_bytes"]
+    total = float(unique.sum())
+    bulk = flows.loc[unique >= BULK_SHARE * total, "flow"].tolist() if total > 0 else []
+    out: dict[str, Any] = {"jain_of_means": None, "jain_mean_of_intervals": None, "jain_min_interval": None,
+                           "bulk_flows": bulk}
+    if len(bulk) < 2:
+        return out
+    g = flow_goodput_series(intervals[intervals["flow"].isin(bulk)])
+    series = FlowSeries.from_columns(g["flow"].tolist(), g["start_time_ns"].to_numpy(), g["goodput_bps"].to_numpy(),
+                                     interval_ns=bin_ns, source="intervals")
+    s = summarize(series)
+    out.update({k: s[k] for k in ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval")})
+    return out
+
+
+def summary_doc(tp: TcpPass, flows: pd.DataFrame, fair: dict[str, Any]) -> dict[str, Any]:
+    rx_col, ooo_col = rule_counts(tp.rule)
+    rows = []
+    for r in flows.itertuples(index=False):
+        d = r._asdict()
+        rows.append({
+            "src": d["src"], "sport": int(d["sport"]), "dst": d["dst"], "dport": int(d["dport"]),
+            "packets": int(d["orig_packets"] + d["resp_packets"]),
+            "bytes": int(d["orig_wire_bytes"] + d["resp_wire_bytes"]),
+            "goodput_bps": None if not np.isfinite(d["goodput_bps"]) else float(d["goodput_bps"]),
+            "retransmissions": int(d["orig_" + rx_col] + d["resp_" + rx_col]),
+            "out_of_order": 0 if ooo_col is None else int(d["orig_" + ooo_col] + d["resp_" + ooo_col]),
+            "rtt_ms": _merged_rtt_ms(tp, int(d["flow"])),
+        })
+    return {"rule": tp.rule, "bin_ms": tp.bin_ns / 1e6, "packets": tp.counters["packets"], "flows": rows,
+            "jain_of_means": fair["jain_of_means"], "jain_mean_of_intervals": fair["jain_mean_of_intervals"]}
+
+
+class _RttSink:
+    """Writes RTT rows to rtt.parquet as they come and keeps an evenly thinned sample for the plot."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.pa, self.pq = pa, pq
+        self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.string()), ("time_ns", pa.int64()),
+                                 ("rtt_ns", pa.int64()), ("kind", pa.string()), ("bytes_in_flight", pa.int64())])
+        self.writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
+        self.stride = 1
+        self.seen = 0
+        self.sample: list[np.ndarray] = []
+        self.sample_rows = 0
+
+    def __call__(self, rows: np.ndarray) -> None:
+        pa = self.pa
+        dirs = np.array(["orig", "resp"], dtype=object)[rows[:, rt.R_DIR]]
+        kinds = np.array(rt.KIND_NAMES, dtype=object)[rows[:, rt.R_KIND]]
+        table = pa.table([pa.array(rows[:, rt.R_FLOW]), pa.array(dirs, pa.string()), pa.array(rows[:, rt.R_TIME]),
+                          pa.array(rows[:, rt.R_RTT]), pa.array(kinds, pa.string()),
+                          pa.array(rows[:, rt.R_INFLIGHT])], schema=self.schema)
+        self.writer.write_table(table)
+        idx = (np.arange(rows.shape[0]) + self.seen) % self.stride == 0
+        self.seen += rows.shape[0]
+        keep = rows[idx]
+        self.sample.append(keep)
+        self.sample_rows += keep.shape[0]
+        while self.sample_rows > RTT_PLOT_POINTS:
+            allrows = np.concatenate(self.sample)[::2]
+            self.sample = [allrows]
+            self.sample_rows = allrows.shape[0]
+            self.stride *= 2
+
+    def close(self) -> np.ndarray:
+        self.writer.close()
+        return np.concatenate(self.sample) if self.sample else np.zeros((0, rt.N_R), np.int64)
+
+
+def _html(out: Path, flows: pd.DataFrame, intervals: pd.DataFrame, rtt_sample: np.ndarray, t0_ns: int,
+          fair: dict[str, Any], rule: str, bin_ns: int) -> None:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from benchbook.figures import save_figure
+
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=(f"throughput (wire bytes) per {bin_ns / 1e6:g} ms",
+                                        f"goodput (new payload by sequence coverage) per {bin_ns / 1e6:g} ms",
+                                        "RTT samples (TS echo and data -> ACK, Karn)"))
+    label = {int(r.flow): f"{r.flow}: {r.src}:{r.sport} > {r.dst}:{r.dport}" for r in flows.itertuples()}
+    per_flow = intervals.groupby(["flow", "start_time_ns"], as_index=False, observed=True)[
+        ["throughput_bps", "goodput_bps"]].sum()
+    for f, g in per_flow.groupby("flow"):
+        x = (g["start_time_ns"] - t0_ns) / 1e9
+        fig.add_trace(go.Scatter(x=x, y=g["throughput_bps"] / 1e6, name=label[int(f)], legendgroup=str(f),
+                                 mode="lines"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=g["goodput_bps"] / 1e6, name=label[int(f)], legendgroup=str(f),
+                                 showlegend=False, mode="lines"), row=2, col=1)
+    for f in np.unique(rtt_sample[:, rt.R_FLOW]) if rtt_sample.size else []:
+        m = rtt_sample[:, rt.R_FLOW] == f
+        fig.add_trace(go.Scattergl(x=(rtt_sample[m, rt.R_TIME] - t0_ns) / 1e9, y=rtt_sample[m, rt.R_RTT] / 1e6,
+                                   name=label[int(f)], legendgroup=str(f), showlegend=False, mode="markers",
+                                   marker={"size": 3}), row=3, col=1)
+    fig.update_yaxes(title_text="Mbit/s", row=1, col=1)
+    fig.update_yaxes(title_text="Mbit/s", row=2, col=1)
+    fig.update_yaxes(title_text="ms", row=3, col=1)
+    fig.update_xaxes(title_text="time since first packet (s)", row=3, col=1)
+    def fmt(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.4f}"
+
+    fig.update_layout(height=900, title=(
+        f"TCP flows, rule {rule}; Jain's index of per-flow mean goodputs {fmt(fair['jain_of_means'])}, mean of "
+        f"per-interval indices {fmt(fair['jain_mean_of_intervals'])} (bulk flows {fair['bulk_flows']})"))
+    save_figure(fig, out, "report", formats=("html",))
+
+
+def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",
+                html: bool = True) -> tuple[dict[str, Any], pd.DataFrame, list[str]]:
+    """Analyse the captures and write the report directory; returns (summary, flows table, messages)."""
+    bin_ns = round(bin_ms * 1_000_000)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        os.chmod(work, 0o755)
+        sink = _RttSink(work / "rtt.parquet")
+        try:
+            tp = run_pass(paths, bin_ns=bin_ns, rule=rule, on_rtt=sink)
+        finally:
+            rtt_sample = sink.close()
+        flows = flow_table(tp)
+        intervals = interval_table(tp.iv_rows, tp.t0_ns, bin_ns)
+        flows.to_parquet(work / "flows.parquet", index=False)
+        intervals.to_parquet(work / "intervals.parquet", index=False)
+        fair = fairness_numbers(flows, intervals, bin_ns)
+        summary = summary_doc(tp, flows, fair)
+        if html:
+            _html(work, flows, intervals, rtt_sample, tp.t0_ns, fair, rule, bin_ns)
+        (work / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        _install(work, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return summary, flows, tp.messages
+
+
+def _install(work: Path, out: Path) -> None:
+    try:
+        os.rename(work, out)
+        return
+    except OSError:
+        if not out.is_dir():
+            raise
+    made = sorted(f.name for f in work.iterdir())
+    for name in made:
+        os.replace(work / name, out / name)
+    for name in OUTPUT_FILES:
+        if name not in made and (out / name).exists():
+            (out / name).unlink()
+
+
+def format_flows(summary: dict[str, Any]) -> str:
+    """The per-flow table the command prints."""
+    head = (f"{'src':>22} {'sport':>5}  {'dst':>22} {'dport':>5} {'packets':>10} {'bytes':>13} "
+            f"{'goodput Mbit/s':>14} {'retx':>7} {'ooo':>6} {'rtt min/mean/p99 ms':>24}")
+    lines = [f"rule {summary['rule']}, bins {summary['bin_ms']:g} ms, {summary['packets']} packets", head]
+    for f in summary["flows"]:
+        r = f["rtt_ms"]
+        rtt = "-" if r["min"] is None else f"{r['min']:.3f}/{r['mean']:.3f}/{r['p99']:.3f}"
+        gp = "-" if f["goodput_bps"] is None else f"{f['goodput_bps'] / 1e6:.3f}"
+        lines.append(f"{f['src']:>22} {f['sport']:>5}  {f['dst']:>22} {f['dport']:>5} {f['packets']:>10} "
+                     f"{f['bytes']:>13} {gp:>14} {f['retransmissions']:>7} {f['out_of_order']:>6} {rtt:>24}")
+
+    def j(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.4f}"
+
+    lines.append(f"Jain's index of per-flow mean goodputs {j(summary['jain_of_means'])}; mean of per-interval "
+                 f"indices {j(summary['jain_mean_of_intervals'])}")
+    return "\n".join(lines)
+
+
+__all__ = ["analyze_tcp", "flow_table", "format_flows", "run_pass"]
