@@ -1,0 +1,392 @@
+"""The TCP analysis (benchbook.analysis.tcp_*) against independent oracles.
+
+- Zeek's own btest baselines (shared dataset zeek-tcp-baselines, BSD-3-clause-style licence, see its
+  SOURCES.md and COPYING.zeek): conn.log byte counts (Zeek derives them from sequence numbers), packet and IP
+  byte counts, missed_bytes, and the retransmission letters T/t of the history strings.
+- tcpdump's test captures (shared dataset tcpdump-tcp-tests, BSD-3-clause, see its SOURCES.md): nanosecond
+  timestamps, MPTCP options, SYN-ACK-first and RST-with-data captures.
+- Generated captures with known truth (benchbook.capture.tcp_synth), tcptrace's and tshark's output on them, and
+  the plain-Python reference in tests/tcp_reference.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcp_reference
+from benchbook.analysis import tcp_flows as tf
+from benchbook.analysis.tcp_pass import TcpAnalysisError, run_pass
+from benchbook.analysis.tcp_report import flow_table
+from benchbook.capture.tcp_synth import make_tcp_capture
+from benchbook.capture.writer import write_pcap
+from conftest import require_program
+
+
+def zeek_conn_log(path: Path) -> list[dict[str, str]]:
+    fields: list[str] = []
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#fields"):
+            fields = line.split("\t")[1:]
+        elif line and not line.startswith("#"):
+            rows.append(dict(zip(fields, line.split("\t"), strict=True)))
+    return rows
+
+
+def by_endpoints(df):
+    return {(r.src, int(r.sport), r.dst, int(r.dport)): r for r in df.itertuples()}
+
+
+@pytest.fixture(scope="module")
+def zeek(shared_datasets: Path) -> Path:
+    return shared_datasets / "zeek-tcp-baselines"
+
+
+def check_against_conn_log(trace: Path, log: Path) -> int:
+    flows = by_endpoints(flow_table(run_pass([trace])))
+    checked = 0
+    for c in zeek_conn_log(log):
+        if c["proto"] != "tcp":
+            continue
+        r = flows[(c["id.orig_h"], int(c["id.orig_p"]), c["id.resp_h"], int(c["id.resp_p"]))]
+        assert r.orig_packets == int(c["orig_pkts"]) and r.resp_packets == int(c["resp_pkts"]), c
+        assert r.orig_ip_bytes == int(c["orig_ip_bytes"]) and r.resp_ip_bytes == int(c["resp_ip_bytes"]), c
+        if c["orig_bytes"] != "-":
+            assert r.orig_seq_span_bytes == int(c["orig_bytes"]), c
+            assert r.resp_seq_span_bytes == int(c["resp_bytes"]), c
+        hist = c["history"]
+        assert (r.orig_retransmissions_zeek > 0) == ("T" in hist), (hist, r.orig_retransmissions_zeek)
+        assert (r.resp_retransmissions_zeek > 0) == ("t" in hist), (hist, r.resp_retransmissions_zeek)
+        checked += 1
+    return checked
+
+
+def test_zeek_conn_logs_bytes_packets_and_retransmission_letters(zeek: Path) -> None:
+    """Every TCP connection of three Zeek baselines: packets, IP bytes, sequence-derived bytes and T/t letters."""
+    n = check_against_conn_log(zeek / "Traces/tcp/retransmit-fast009.pcap",
+                               zeek / "Baseline/core.tcp.rxmit-history/conn-1.log")
+    n += check_against_conn_log(zeek / "Traces/wikipedia.pcap", zeek / "Baseline/core.tcp.rxmit-history/conn-2.log")
+    n += check_against_conn_log(zeek / "Traces/http/http-post-large.pcap",
+                                zeek / "Baseline/scripts.policy.protocols.conn.speculative-service/conn-post-large.log")
+    assert n == 1 + 10 + 2
+
+
+def test_zeek_bigtransfer_sequence_wrap_and_missed_bytes(zeek: Path) -> None:
+    """ftp/bigtransfer.pcap: a 5.4 GB transfer cut down to its first and last packets, whose 32-bit sequence
+    numbers wrap; Zeek's conn.log gives its bytes from sequence numbers and the bytes never seen."""
+    flows = by_endpoints(flow_table(run_pass([zeek / "Traces/ftp/bigtransfer.pcap"])))
+    logs = zeek_conn_log(zeek / "Baseline/core.tcp.large-file-reassembly/conn.log")
+    assert len(logs) == 3
+    for c in logs:
+        r = flows[(c["id.orig_h"], int(c["id.orig_p"]), c["id.resp_h"], int(c["id.resp_p"]))]
+        assert r.orig_seq_span_bytes == int(c["orig_bytes"]) and r.resp_seq_span_bytes == int(c["resp_bytes"])
+        assert r.orig_missed_bytes + r.resp_missed_bytes == int(c["missed_bytes"]), c
+        assert r.orig_packets == int(c["orig_pkts"]) and r.resp_packets == int(c["resp_pkts"])
+    big = flows[("192.168.56.1", 59764, "192.168.56.101", 37150)]
+    assert big.resp_seq_span_bytes == 5_416_666_670 > 2**32
+
+
+def test_zeek_ssh_dups_both_directions_retransmit(zeek: Path) -> None:
+    """tcp/ssh-dups.pcap ends with history ShADTadtTtFf: retransmissions (Zeek's rule) in both directions,
+    and Zeek's tcp_multiple_retransmissions event fired at 10 for each direction, so at least 10 each."""
+    (r,) = flow_table(run_pass([zeek / "Traces/tcp/ssh-dups.pcap"])).itertuples()
+    assert r.orig_retransmissions_zeek >= 10 and r.resp_retransmissions_zeek >= 10
+    assert (r.src, r.sport, r.dst, r.dport) == ("192.168.0.102", 53206, "192.168.0.112", 22)
+
+
+def test_zeek_timestamp_options(zeek: Path) -> None:
+    """tcp/timestamp.pcap (Zeek's baseline: MSS 1460, window scale 7, TSval/TSecr on the handshake)."""
+    base = (zeek / "Baseline/scripts.base.protocols.tcp.timestamp/.stdout").read_text()
+    df = flow_table(run_pass([zeek / "Traces/tcp/timestamp.pcap"]))
+    assert "1460" in base and "7" in base
+    r = df.iloc[0]
+    assert r.orig_mss_bytes == 1460 or r.resp_mss_bytes == 1460
+    assert 7 in (r.orig_window_scale, r.resp_window_scale)
+    assert r.orig_timestamp_segments > 0 and r.resp_timestamp_segments > 0
+
+
+def test_tcpdump_nanosecond_handshake(shared_datasets: Path) -> None:
+    """tcp-handshake-nano.pcap: tcpdump prints the three handshake packets with ns timestamps; the handshake RTT
+    (SYN to the ACK completing it) is their difference to the nanosecond."""
+    d = shared_datasets / "tcpdump-tcp-tests"
+    times = [line.split()[1] for line in (d / "tcp-handshake-nano.out").read_text().splitlines() if line.strip()]
+    ns = []
+    for t in times:
+        hms, frac = t.split(".")
+        h, m, s = (int(x) for x in hms.split(":"))
+        ns.append(((h * 60 + m) * 60 + s) * 10**9 + int(frac.ljust(9, "0")))
+    (r,) = flow_table(run_pass([d / "tcp-handshake-nano.pcap"])).itertuples()
+    assert r.handshake == "complete"
+    assert r.handshake_rtt_ns == ns[2] - ns[0]
+    assert r.syn_to_synack_ns == ns[1] - ns[0]
+
+
+def test_tcpdump_mptcp_and_rst_data(shared_datasets: Path) -> None:
+    """mptcp-v0.pcap: an MPTCP v0 SSH session (unknown options must be skipped); tcpdump's output lists its packets
+    with their lengths; payload bytes per direction equal the sum of tcpdump's `length N` fields."""
+    d = shared_datasets / "tcpdump-tcp-tests"
+    out = (d / "mptcp-v0.out").read_text().splitlines()
+    lengths: dict[str, int] = {}
+    for line in out:
+        m = re.search(r"IP (\S+) > (\S+?):.*length (\d+)", line)
+        if m:
+            lengths[m.group(1)] = lengths.get(m.group(1), 0) + int(m.group(3))
+    df = flow_table(run_pass([d / "mptcp-v0.pcap"]))
+    total = int((df["orig_payload_bytes"] + df["resp_payload_bytes"]).sum())
+    assert total == sum(lengths.values()) > 0
+    rst = flow_table(run_pass([d / "tcp_rst_data.pcap"]))
+    assert int(rst["orig_rst_segments"].sum() + rst["resp_rst_segments"].sum()) == 1
+    assert int(rst["orig_payload_bytes"].sum() + rst["resp_payload_bytes"].sum()) > 0
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> tuple[Path, object]:
+    path = tmp_path_factory.mktemp("tcp") / "bulk.pcap"
+    truth = make_tcp_capture(path, flows=4, segments=6000, loss=0.003, reorder=0.003, seed=7)
+    return path, truth
+
+
+@pytest.mark.parametrize("rule", ["zeek", "wireshark", "tcptrace"])
+def test_synthetic_truth(synth, rule: str) -> None:
+    """Known truth: unique bytes, payload, retransmissions and reordering per flow (flow 0 wraps its sequence)."""
+    path, truth = synth
+    tp = run_pass([path], rule=rule)
+    flows = by_endpoints(flow_table(tp))
+    assert tp.counters["packets"] == truth.packets
+    for t in truth.flows:
+        r = flows[(t["src"], t["sport"], t["dst"], t["dport"])]
+        assert r.orig_unique_bytes == t["unique_bytes"] == r.orig_seq_span_bytes
+        assert r.orig_payload_bytes == t["payload_bytes"]
+        assert r.orig_packets == t["data_segments"] + 4  # SYN, ACK, FIN and the last ACK
+        assert r.resp_packets == t["ack_segments"] + 1
+        assert r.orig_wire_bytes == t["orig_wire_bytes"] and r.resp_wire_bytes == t["resp_wire_bytes"]
+        assert r.orig_retransmissions_tcptrace == t["retransmissions"]
+        assert r.orig_out_of_order_tcptrace == t["reordered"]
+        assert r.orig_retransmissions_zeek == t["retransmissions"] + t["reordered"]
+        captured = truth.params["snaplen"] - 66  # payload bytes within the snap length (Zeek: the rest is missed)
+        assert r.orig_missed_bytes == truth.params["segments"] * (truth.params["mss"] - captured)
+        assert r.handshake == "complete"
+        assert r.handshake_rtt_ns == truth.params["handshake_rtt_ns"]
+        assert r.orig_rtt_min_ns == t["ack_delay_ns"] or r.orig_rtt_min_ns < t["ack_delay_ns"]
+    assert truth.flows[0]["isn"] + truth.flows[0]["unique_bytes"] > 2**32
+
+
+def test_data_ack_rtt_is_the_ack_delay(synth, tmp_path: Path) -> None:
+    """The generator ACKs ack_delay_ns after the segment it acknowledges: every data->ACK sample whose ACK came
+    in order equals it, and none is smaller (Karn's rule drops the retransmitted ones)."""
+    import pandas as pd
+
+    from benchbook.analysis.tcp_report import analyze_tcp
+
+    path, truth = synth
+    analyze_tcp([path], tmp_path / "out", html=False)
+    rtt = pd.read_parquet(tmp_path / "out" / "rtt.parquet")
+    da = rtt[rtt["kind"] == "data_ack"]
+    delay = truth.params["ack_delay_ns"]
+    assert len(da) > 1000
+    assert int(da["rtt_ns"].min()) == delay
+    assert (da["rtt_ns"] == delay).mean() > 0.95
+    assert set(da["direction"]) == {"orig"}
+
+
+def test_kernel_matches_reference(synth, zeek: Path) -> None:
+    """Counters and per-bin payload/goodput of the numba pass equal the plain-Python reference."""
+    path, _ = synth
+    for trace in (path, zeek / "Traces/tcp/ssh-dups.pcap", zeek / "Traces/http/http-post-large.pcap"):
+        tp = run_pass([trace], bin_ns=100_000_000)
+        ref = tcp_reference.analyse([trace], bin_ns=100_000_000)
+        df = flow_table(tp)
+        import ipaddress
+
+        def key(a: bytes) -> str:
+            return str(ipaddress.ip_address(a))
+
+        rows = by_endpoints(df)
+        for (src, sport, dst, dport), dirs in ref.items():
+            r = rows[(key(src), sport, key(dst), dport)]
+            for prefix, d in zip(("orig_", "resp_"), dirs, strict=True):
+                got = {k: getattr(r, prefix + k) for k in ("packets", "wire_bytes", "payload_bytes", "unique_bytes",
+                                                           "retransmissions_zeek", "retransmissions_tcptrace",
+                                                           "out_of_order_tcptrace", "keepalives")}
+                want = {"packets": d.packets, "wire_bytes": d.wire, "payload_bytes": d.payload,
+                        "unique_bytes": d.unique,
+                        "retransmissions_zeek": d.rx_zeek, "retransmissions_tcptrace": d.rx_tcptrace,
+                        "out_of_order_tcptrace": d.ooo_tcptrace, "keepalives": d.keepalive}
+                assert got == want, (trace, prefix)
+        from benchbook.analysis.tcp_intervals import interval_table
+
+        iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+        flows_by_id = {int(r.flow): (r.src, r.sport, r.dst, r.dport) for r in df.itertuples()}
+        got_bins = {}
+        for r in iv.itertuples():
+            if r.payload_bytes:
+                got_bins[(flows_by_id[r.flow], r.direction, r.bin)] = (r.payload_bytes, r.goodput_bytes)
+        want_bins = {}
+        for (src, sport, dst, dport), dirs in ref.items():
+            for name, d in zip(("orig", "resp"), dirs, strict=True):
+                for b, (pay, new) in d.bins.items():
+                    want_bins[((key(src), sport, key(dst), dport), name, b)] = (pay, new)
+        assert got_bins == want_bins, trace
+
+
+def test_tcptrace_agrees_on_synthetic_capture(synth) -> None:
+    """tcptrace -l: unique bytes, rexmt data pkts and outoforder pkts per connection equal the tcptrace rule."""
+    exe = require_program("tcptrace")
+    path, _ = synth
+    text = subprocess.run([exe, "-l", "-n", str(path)], capture_output=True, text=True, check=True).stdout
+    conns = text.split("TCP connection ")[2:]
+    flows = by_endpoints(flow_table(run_pass([path], rule="tcptrace")))
+    assert len(conns) == len(flows) == 4
+    for block in conns:
+        a = re.search(r"host \w+:\s+(\S+):(\d+)", block)
+        b = re.search(r"host \w+:\s+(\S+):(\d+)\n\s+host \w+:\s+(\S+):(\d+)", block)
+        assert a and b
+        r = flows[(b.group(1), int(b.group(2)), b.group(3), int(b.group(4)))]
+
+        def two(label: str, block: str = block) -> tuple[int, int]:
+            m = re.search(label + r":\s+(\d+)\D+?:\s+(\d+)", block)
+            assert m, label
+            return int(m.group(1)), int(m.group(2))
+
+        assert two("unique bytes sent") == (r.orig_unique_bytes, r.resp_unique_bytes)
+        assert two("rexmt data pkts") == (r.orig_retransmissions_tcptrace, r.resp_retransmissions_tcptrace)
+        assert two("outoforder pkts") == (r.orig_out_of_order_tcptrace, r.resp_out_of_order_tcptrace)
+        assert two("actual data bytes") == (r.orig_payload_bytes, r.resp_payload_bytes)
+
+
+@pytest.mark.slow
+def test_tshark_io_stat_100ms_payload_sums_and_conv_frames(synth) -> None:
+    """tshark `-z io,stat,0.1,SUM(tcp.len)tcp.len...` per flow: every 100 ms payload sum equals ours (integer-ns
+    bins; tshark 4.0 prints SUM(tcp.len) as 0 unless the filter mentions tcp.len), and `-z conv,tcp` frames."""
+    exe = require_program("tshark")
+    from benchbook.analysis.tcp_intervals import interval_table
+
+    path, truth = synth
+    tp = run_pass([path], bin_ns=100_000_000)
+    df = flow_table(tp)
+    iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+    cols = ",".join(f"SUM(tcp.len)tcp.len>=0 && tcp.srcport=={t['sport']}" for t in truth.flows)
+    args = [exe, "-q", "-r", str(path), "-z", f"io,stat,0.1,{cols}"]
+    text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    cells = []
+    for line in text.splitlines():
+        m = re.match(r"\|\s*([\d.]+)\s*<>\s*([\d.]+|Dur)\s*\|(.*)\|\s*$", line)
+        if m:
+            cells.append([int(x) for x in m.group(3).split("|") if x.strip()])
+    assert cells
+    n_bins = len(cells)
+    for j, t in enumerate(truth.flows):
+        f = int(df[(df["sport"] == t["sport"])]["flow"].iloc[0])
+        ours = np.zeros(n_bins, np.int64)
+        sel = iv[(iv["flow"] == f) & (iv["direction"] == "orig")]
+        ours[sel["bin"].to_numpy()] = sel["payload_bytes"].to_numpy()
+        theirs = np.array([row[j] for row in cells], np.int64)
+        assert np.array_equal(ours, theirs), t["sport"]
+    conv = subprocess.run([exe, "-q", "-r", str(path), "-z", "conv,tcp"], capture_output=True, text=True,
+                          check=True).stdout
+    for t in truth.flows:
+        m = re.search(rf"{t['src']}:{t['sport']}\s+<->\s+\S+\s+(\d+)\s+\S+ \S+\s+(\d+)\s+\S+ \S+\s+(\d+)", conv)
+        assert m
+        r = df[df["sport"] == t["sport"]].iloc[0]
+        assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (
+            r.resp_packets, r.orig_packets, r.orig_packets + r.resp_packets)
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+
+def _frame(src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int, payload: bytes = b"",
+           win: int = 1000) -> bytes:
+    import struct
+
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, win, 0, 0)
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload
+
+
+A, B = 0x0A000001, 0x0A000002
+
+
+def test_truncated_capture_names_file_and_offset(synth, tmp_path: Path) -> None:
+    path, truth = synth
+    data = path.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) // 2 + 7])
+    tp = run_pass([cut])
+    assert any(str(cut) in m and "byte offset" in m and "truncated" in m for m in tp.messages), tp.messages
+    assert 0 < tp.counters["packets"] < truth.packets
+    empty = tmp_path / "empty.pcap"
+    write_pcap(empty, [], [])
+    with pytest.raises(TcpAnalysisError, match="no packets"):
+        run_pass([empty])
+
+
+def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
+    import struct
+
+    udp = b"\x02" * 12 + b"\x08\x00" + struct.pack(">BBHHHBBHII", 0x45, 0, 28, 0, 0, 64, 17, 0, A, B) + bytes(8)
+    arp = b"\x02" * 12 + b"\x08\x06" + bytes(28)
+    short = _frame(A, B, 1, 2, 0, 0, 0x10)[:40]  # TCP header cut short
+    frames = [_frame(A, B, 1000, 80, 5, 0, 0x02), udp, arp, short, _frame(B, A, 80, 1000, 9, 6, 0x12)]
+    p = tmp_path / "mixed.pcap"
+    write_pcap(p, np.arange(5) * 1000, frames)
+    tp = run_pass([p])
+    assert tp.counters == {**tp.counters, "packets": 5, "tcp_packets": 2, "non_tcp_packets": 2, "malformed_packets": 1}
+    offset = 24 + sum(16 + len(f) for f in frames[:3])
+    assert any(f"{p}: at byte offset {offset}" in m for m in tp.messages), tp.messages
+    only_udp = tmp_path / "udp.pcap"
+    write_pcap(only_udp, [0], [udp])
+    with pytest.raises(TcpAnalysisError, match=r"udp\.pcap: no TCP packets among 1 packets"):
+        run_pass([only_udp])
+
+
+def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
+    """A flow seen from the middle (no handshake) whose sequence numbers wrap, with a keep-alive and a zero-window
+    probe: no handshake RTT, bytes counted across the wrap, neither probe nor keep-alive is a retransmission."""
+    seq = 2**32 - 1000
+    frames, ts = [], []
+    t = 0
+    for k in range(5):  # 5 x 500 bytes across the wrap
+        frames.append(_frame(A, B, 5000, 80, seq + 500 * k, 1, 0x10, b"x" * 500))
+        frames.append(_frame(B, A, 80, 5000, 1, seq + 500 * (k + 1), 0x10, win=0 if k == 4 else 1000))
+        ts += [t, t + 10]
+        t += 1_000_000
+    end = seq + 2500
+    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # zero-window probe: 1 byte at high, window 0
+    frames.append(_frame(B, A, 80, 5000, 1, end, 0x10, win=0))
+    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # keep-alive: 1 byte at high - 1
+    ts += [t, t + 10, t + 5_000_000]
+    p = tmp_path / "midstream.pcap"
+    write_pcap(p, ts, frames)
+    (r,) = flow_table(run_pass([p], rule="zeek")).itertuples()
+    assert r.handshake == "none" and r.handshake_rtt_ns is None or str(r.handshake_rtt_ns) == "<NA>"
+    assert r.orig_unique_bytes == 2501 and r.orig_seq_span_bytes == 2501
+    assert r.orig_zero_window_probes == 1 and r.orig_keepalives == 1
+    assert r.orig_retransmissions_zeek == r.orig_retransmissions_tcptrace == r.orig_retransmissions_wireshark == 0
+    assert (r.src, r.sport) == ("10.0.0.1", 5000)
+
+
+def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:
+    """More flows than the initial table (it grows and rehashes), IPv6 inside an 802.1Q tag."""
+    import struct
+
+    frames = [_frame(A, B, 10000 + k, 80, 1, 0, 0x02) for k in range(300)]
+    src6, dst6 = bytes(15) + b"\x01", bytes(15) + b"\x02"
+    tcp = struct.pack(">HHIIBBHHH", 4000, 443, 7, 0, 5 << 4, 0x18, 100, 0, 0) + b"p" * 10
+    v6 = b"\x02" * 12 + b"\x81\x00\x00\x05\x86\xdd" + struct.pack(">IHBB", 6 << 28, len(tcp), 6, 64) + src6 + dst6 + tcp
+    frames.append(v6)
+    p = tmp_path / "many.pcap"
+    write_pcap(p, np.arange(len(frames)), frames)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = flow_table(run_pass([p]))
+    assert len(df) == 301
+    r = df[df["dport"] == 443].iloc[0]
+    assert (r.src, r.dst, r.ip_version, r.orig_payload_bytes) == ("::1", "::2", 6, 10)
+    assert tf.MAX_HOLES >= 8
