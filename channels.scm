@@ -2,14 +2,15 @@
 ;;   guix time-machine -C channels.scm -- shell -m manifests/analysis.scm
 ;; (every run directory keeps its own copy of this file and of the manifest it used).
 ;;
-;; The commit is a GNU Guix commit of 2024 (read through the Millak/guix GitHub mirror of Guix);
-;; the package names and versions the manifests rely on were checked against Guix's package
-;; definitions: manifests/guix-packages.toml records what was read at which commit.
+;; The commit is GNU Guix master of 2024-09-29 23:50:21 +0800 ("gnu: waypipe: Update to 0.9.1.",
+;; signed by Zheng Junjie, key 7EBE A494 60CE 5E2C 0875  7FDB 3B5A A993 E1A2 DFF0), checked on a
+;; full-history copy of upstream Guix with `benchbook env guix-pin --guix-git DIR` (docs/guix-pin.md).
+;; What it defines for every name benchbook uses: manifests/guix-index-093f2fb8.tsv.
 (list (channel
         (name 'guix)
         (url "https://git.savannah.gnu.org/git/guix.git")
         (branch "master")
-        (commit "003658b0fc5eeaa4d59f0162bfd942088f08385b")
+        (commit "093f2fb8722fafcc7c1555cd845289096849f4a2")
         (introduction
           (make-channel-introduction
             "9edb3f66fd807b096b48283debdcddccfea34bad"

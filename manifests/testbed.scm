@@ -1,35 +1,17 @@
-;; benchbook testbed environment (Guix manifest): the analysis stack plus the programs the local
-;; and SSH testbeds drive (packet generation and capture, DPDK, LXC, perf, link emulation).
+;; benchbook testbed environment (Guix manifest): the analysis environment plus the programs the
+;; local and SSH testbeds drive (packet generation and capture, LXC, perf, link emulation).
 ;;   guix time-machine -C channels.scm -- shell -m manifests/testbed.scm
-;; Kept self-contained (a run directory stores one manifest); the Python entries must equal those
-;; of manifests/analysis.scm (`benchbook env check` verifies it).
-;; No "dpdk": Guix's dpdk.scm dates from 2024 and could not be shown to exist at the pinned commit
-;; (manifests/guix-packages.toml, [[excluded]]); dpdk-testpmd comes from Debian's dpdk packages.
+;; Kept self-contained (a run directory stores one manifest); the entries of manifests/analysis.scm
+;; come first and must be the same (`benchbook env check` verifies it).
+;; No "dpdk": dpdk-testpmd comes from Debian's dpdk packages (manifests/debian-packages.txt).
 (specifications->manifest
   (list
-    ;; analysis stack (same as manifests/analysis.scm)
-    "python"
-    "python-pip"
+    ;; analysis environment (same as manifests/analysis.scm)
+    "python-next"
+    "make"
     "guile"
-    "python-numpy"
-    "python-numba"
-    "python-pandas"
-    "python-pyarrow"
-    "python-scipy"
-    "python-zstandard"
-    "python-plotly"
-    "python-nbclient@0.10.0"
-    "python-papermill@2.6.0"
-    "python-nbformat"
-    "python-ipykernel"
-    "jupyter"
-    "python-rich"
-    "python-tqdm"
-    "python-jsonschema"
-    "python-pytest"
-    "python-pytest-timeout"
     ;; testbed programs
-    "iproute"
+    "iproute2"
     "ethtool"
     "tcpdump"
     "wireshark"
@@ -39,5 +21,4 @@
     "debootstrap"
     "qemu"
     "util-linux"
-    "gcc-toolchain"
-    "make"))
+    "gcc-toolchain"))

@@ -16,6 +16,7 @@ import pytest
 
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
 from benchbook.provenance.envcheck import check_environment, check_files, read_manifest
+from benchbook.provenance.guix_index import index_path, read_index
 from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, parse
 from conftest import require_program
 
@@ -85,7 +86,14 @@ def test_env_check_passes_on_the_repository():
     rep = check_environment(REPO_ROOT, running=True)
     assert rep.ok, rep.problems
     assert rep.checked["numpy"]["lock"] == rep.checked["numpy"]["conda"]
-    assert rep.checked["nbclient"]["guix"] == "0.10.0"
+    # every Python package comes from the lock; what the pin has of it is read from the index
+    assert rep.checked["nbclient"]["guix"] == "pip"
+    idx = read_index(index_path(MANIFESTS_DIR, channel_commits(REPO_ROOT / "channels.scm")["guix"]))
+    assert rep.checked["nbclient"]["guix_at_pin"] == idx.rows["python-nbclient"].version
+    assert rep.checked["ruff"]["guix_at_pin"] == "absent"
+    names = set(read_manifest(MANIFESTS_DIR / "testbed.scm"))
+    assert any(n.startswith("Guix: all ") and f"all {len(names)} manifest names are defined" in n for n in rep.notes)
+    assert not any("unverified" in n for n in rep.notes)
 
 
 def _copy_env(tmp: Path) -> Path:
@@ -108,11 +116,14 @@ def _edit(path: Path, old: str, new: str) -> None:
 def test_env_check_names_the_package_whose_pin_differs(tmp_path):
     root = _copy_env(tmp_path)
     assert check_files(root).ok
-    _edit(root / "manifests" / "analysis.scm", '"python-nbclient@0.10.0"', '"python-nbclient@0.10.1"')
+    # a Python package taken from Guix at a version the lock does not have needs an exception
+    _edit(root / "manifests" / "analysis.scm", '"guile"', '"guile"\n    "python-nbclient@0.6.6"')
     rep = check_files(root)
-    assert any(p.startswith("nbclient:") and "0.10.1" in p for p in rep.problems), rep.problems
+    assert any(p.startswith("nbclient:") and "0.6.6" in p for p in rep.problems), rep.problems
     # the testbed manifest must agree with the analysis one
     assert any(p.startswith("nbclient:") and "testbed.scm" in p for p in rep.problems), rep.problems
+    # and Guix's python-nbclient builds with Python 3.10, not the manifests' interpreter
+    assert any(p.startswith("python-nbclient:") and "builds with Python 3.10" in p for p in rep.problems), rep.problems
     # and through the command line, exit code 1 naming the package
     r = subprocess.run([sys.executable, "-m", "benchbook.cli", "env", "check", "--root", str(root), "--files-only"],
                        capture_output=True, text=True, timeout=120)
@@ -134,56 +145,85 @@ def test_env_check_conda_pin_and_undocumented_and_stale_exceptions(tmp_path):
     _edit(root / "manifests" / "testbed.scm", '"make"', '"make"\n    "netcat"')
     _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\nnetcat = "test"\n')
     rep = check_files(root)
-    assert [p for p in rep.problems if p.startswith("netcat:") and "guix-packages.toml" in p], rep.problems
+    assert [p for p in rep.problems if p.startswith("netcat:") and "has no row for it" in p], rep.problems
     root = _copy_env(tmp_path / "c")
     _edit(root / "manifests" / "requirements.in", "rich\n", "rich\nnot-a-locked-package\n")
     rep = check_files(root)
     assert any(p.startswith("not-a-locked-package:") for p in rep.problems), rep.problems
 
 
-def test_guix_evidence_is_checked(tmp_path):
-    """manifests/guix-packages.toml: at-pin evidence must name the pinned commit, bracketing needs a
-    dated read on both sides, a manifest @version must be the one read at the pin, and an excluded
-    name may not come back into a manifest."""
-    import tomllib
-
-    gp = tomllib.loads((MANIFESTS_DIR / "guix-packages.toml").read_text())
+def test_index_names_the_pinned_commit():
+    """The committed index is the one of the commit channels.scm pins, and says how it was made."""
     pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
-    assert gp["pinned_commit"] == pinned
-    by_name = {e["name"]: e for e in gp["package"]}
-    # every version pinned in a manifest was read at the pin
-    for name, version in {**read_manifest(MANIFESTS_DIR / "analysis.scm"),
-                          **read_manifest(MANIFESTS_DIR / "testbed.scm")}.items():
-        assert name in by_name, name
-        if version is not None:
-            assert by_name[name]["evidence"] == "definition-at-pin" and by_name[name]["version"] == version
-    assert "dpdk" not in read_manifest(MANIFESTS_DIR / "testbed.scm")
+    path = index_path(MANIFESTS_DIR, pinned)
+    assert path.is_file(), path
+    idx = read_index(path)
+    assert idx.commit == pinned
+    assert idx.header["command"].startswith(f"benchbook env guix-index --guix-git GUIX_GIT --commit {pinned[:8]} ")
+    assert f"-o manifests/{path.name}" in idx.header["command"]
+    assert idx.header["date"].startswith("20")
+    # the Python the Python build systems use at the pin is recorded, and every python-* row names it
+    defaults = {k: v for k, v in idx.header.items() if k.startswith("default python of ")}
+    assert set(defaults) == {"default python of python-build-system", "default python of pyproject-build-system"}
+    for row in idx.rows.values():
+        if row.build_system in ("python-build-system", "pyproject-build-system"):
+            assert row.python == defaults[f"default python of {row.build_system}"], row
+    assert sorted(p.name for p in MANIFESTS_DIR.glob("guix-index-*.tsv")) == [path.name]
 
+
+def test_manifest_name_the_pin_lacks_fails_naming_it(tmp_path):
     root = _copy_env(tmp_path / "a")
-    f = root / "manifests" / "guix-packages.toml"
-    text = f.read_text()
-    # an "at the pin" entry that names another commit
-    i = text.index('name = "python-tqdm"')
-    f.write_text(text[:i] + text[i:].replace(f'commit = "{pinned}"', 'commit = "' + "a" * 40 + '"', 1))
-    rep = check_files(root)
-    assert any("python-tqdm" in p and "is not the pinned" in p for p in rep.problems), rep.problems
-    # bracketing without the read after the pin
-    f.write_text(re.sub(r'(name = "iperf"[^\[]*?)\nafter = \{[^\n]*\}', r"\1", text, count=1))
-    rep = check_files(root)
-    assert any("(iperf)" in p and "'after'" in p for p in rep.problems), rep.problems
-    # a manifest version that is not the one read at the pin
-    f.write_text(text)
-    _edit(root / "manifests" / "analysis.scm", '"python-papermill@2.6.0"', '"python-papermill@2.5.0"')
-    rep = check_files(root)
-    assert any(p.startswith("python-papermill:") and "guix-packages.toml" in p and "2.6.0" in p
-               for p in rep.problems), rep.problems
-    # an excluded package put back into a manifest
-    root = _copy_env(tmp_path / "b")
-    _edit(root / "manifests" / "testbed.scm", '"make"', '"make"\n    "dpdk"')
+    # dpdk: the index records that the pin defines no package of that name
+    _edit(root / "manifests" / "testbed.scm", '"gcc-toolchain"', '"gcc-toolchain"\n    "dpdk"')
     _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\ndpdk = "test"\n')
     rep = check_files(root)
-    assert any(p.startswith("dpdk:") and "[[excluded]]" in p for p in rep.problems), rep.problems
-    assert check_files(_copy_env(tmp_path / "c")).ok
+    assert [p for p in rep.problems if p.startswith("dpdk:") and "does not define it" in p], rep.problems
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "env", "check", "--root", str(root), "--files-only"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "dpdk: manifests/testbed.scm names it but Guix commit" in r.stderr, r.stderr
+    # a name the index has no row for (Guix's package is "iproute2", not "iproute")
+    root = _copy_env(tmp_path / "b")
+    _edit(root / "manifests" / "testbed.scm", '"iproute2"', '"iproute"')
+    _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\niproute = "test"\n')
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("iproute:") and "has no row for it" in p], rep.problems
+
+
+def test_manifest_versions_and_exceptions_are_checked_against_the_index(tmp_path):
+    root = _copy_env(tmp_path / "a")
+    # a manifest @version other than the pin's
+    for m in ("analysis", "testbed"):
+        _edit(root / "manifests" / f"{m}.scm", '    "python-next"\n', '    "python-next@3.11"\n')
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("python-next:") and "@3.11" in p and "3.12.2" in p], rep.problems
+    # the testbed manifest must repeat the analysis one
+    root = _copy_env(tmp_path / "b")
+    _edit(root / "manifests" / "testbed.scm", '"make"\n', "")
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("make:") and "testbed.scm does not" in p], rep.problems
+    # an exception whose at_pin is not what the index says
+    root = _copy_env(tmp_path / "c")
+    exc = root / "manifests" / "exceptions.toml"
+    text = exc.read_text()
+    i = text.index('package = "numpy"')
+    exc.write_text(text[:i] + re.sub(r'at_pin = "[^"]*"', 'at_pin = "9.9.9"', text[i:], count=1))
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("numpy:") and "9.9.9" in p and "python-numpy" in p], rep.problems
+    # an interpreter below pyproject's requires-python
+    root = _copy_env(tmp_path / "d")
+    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
+    for m in ("analysis", "testbed"):
+        _edit(root / "manifests" / f"{m}.scm", '    "python-next"\n', '    "python"\n')
+    _edit(root / "manifests" / "exceptions.toml", "[guix_only]\n", '[guix_only]\npython = "test"\n')
+    rep = check_files(root)
+    assert [p for p in rep.problems if p.startswith("python:") and "requires-python" in p], rep.problems
+    # a pin without its index
+    root = _copy_env(tmp_path / "e")
+    pinned = channel_commits(root / "channels.scm")["guix"]
+    _edit(root / "channels.scm", pinned, "f" * 40)
+    rep = check_files(root)
+    assert [p for p in rep.problems if "guix-index-ffffffff.tsv" in p and "benchbook env guix-index" in p], rep.problems
+    assert check_files(_copy_env(tmp_path / "f")).ok
 
 
 def test_running_environment_mismatch_is_reported(tmp_path):

@@ -78,15 +78,26 @@ def check(
     raise typer.Exit(1)
 
 
+GUIX_VENV = ".venv-guix"
+
+
 def rebuild_command(run_dir: Path, record: dict) -> tuple[list[str], str]:
-    """The guix time-machine command for a run, and the benchbook command it runs inside."""
+    """The guix time-machine command for a run, and the benchbook command it runs inside.
+
+    Inside the pinned shell the Python packages come from the hashed pip lock (manifests/exceptions.toml
+    says why), installed into a venv on the manifest's interpreter; benchbook runs from the tree."""
     import shlex
 
-    from benchbook.paths import PACKAGE_DIR, REPO_ROOT
+    from benchbook.paths import REPO_ROOT
 
     figure = record.get("figure") or record["experiment"]
-    registry = PACKAGE_DIR / "reproduce" / "figures" / f"{figure}.toml"
-    if registry.is_file():
+    try:
+        from benchbook.reproduce.registry import load_registry
+
+        registered = figure in load_registry()
+    except Exception:  # a broken paper folder must not hide the rebuild command
+        registered = False
+    if registered:
         inner = ["benchbook", "reproduce", figure]
     else:
         nb = Path(record["notebook"])
@@ -96,10 +107,15 @@ def rebuild_command(run_dir: Path, record: dict) -> tuple[list[str], str]:
             pass
         inner = ["benchbook", "run", str(nb)]
         for k, v in record["parameters"].items():
+            if k == "output_dir":
+                continue
             inner += ["-p", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
         inner += ["--experiment", f"{record['experiment']}-rebuild"]
+    py = f"{GUIX_VENV}/bin/python"
+    script = (f"python3 -m venv {GUIX_VENV} && {py} -m pip install --require-hashes --no-deps "
+              f"-r manifests/requirements.lock && PYTHONPATH=lib {py} -m benchbook.cli {shlex.join(inner[1:])}")
     cmd = ["guix", "time-machine", "-C", str(run_dir / "channels.scm"), "--", "shell", "-m",
-           str(run_dir / "manifest.scm"), "--", *inner]
+           str(run_dir / "manifest.scm"), "--", "sh", "-c", script]
     return cmd, shlex.join(inner)
 
 
@@ -128,17 +144,84 @@ def rebuild(
                    f"stored them); cannot rebuild its exact environment", err=True)
         raise typer.Exit(2)
     cmd, inner = rebuild_command(run_dir, record)
+    env = record.get("environment") or {}
+    pinned = env.get("guix_channel_commit")
+    typer.echo(f"# run {run_dir.name}: guix commit {pinned}, git commit {env.get('git_commit')}"
+               f"{' (dirty)' if env.get('git_dirty') else ''}, pip lock sha256 {env.get('lock_sha256')}")
+    if env.get("git_commit"):
+        typer.echo(f"# first, in a clone of this repository: git checkout {env['git_commit']}")
     typer.echo(shlex.join(cmd))
-    typer.echo(f"# Python packages Guix lacks come from the pip lock ({record['environment'].get('lock_sha256')}): "
-               f"inside the shell, `python -m venv .venv && .venv/bin/pip install --require-hashes --no-deps "
-               f"-r manifests/requirements.lock` before `{inner}`; "
-               f"git commit {record['environment'].get('git_commit')}")
+    typer.echo(f"# inside the shell: the hashed pip lock into {GUIX_VENV}, then `{inner}` from the tree")
     if not execute:
         return
     if shutil.which("guix") is None:
         typer.echo("# guix is not installed here: printed only", err=True)
         return
     raise typer.Exit(subprocess.call(cmd, cwd=REPO_ROOT))
+
+
+@env_app.command("guix-index")
+def guix_index(
+    guix_git: Path = typer.Option(..., "--guix-git", help="git directory of a GNU Guix copy (a clone or mirror)"),
+    commit: str = typer.Option(..., "--commit", help="the Guix commit to index (the pin of channels.scm)"),
+    output: Path = typer.Option(..., "-o", "--output", help="TSV to write (manifests/guix-index-<commit[:8]>.tsv)"),
+    name: list[str] = typer.Option([], "--name", help="index this Guix package name too (repeatable)"),
+) -> None:
+    """Write the index of what COMMIT defines for every name the manifests and the pip lock use."""
+    import os
+    import shlex
+
+    from benchbook.paths import REPO_ROOT
+    from benchbook.provenance.guix_index import build_index, format_index
+    from benchbook.provenance.guix_source import GuixSourceError
+
+    try:
+        idx, comments = build_index(guix_git, commit, REPO_ROOT, list(name))
+    except GuixSourceError as exc:
+        typer.echo(f"benchbook env guix-index: {exc}", err=True)
+        raise typer.Exit(2) from None
+    out = output if output.is_absolute() else Path.cwd() / output
+    try:
+        shown = out.relative_to(REPO_ROOT)
+    except ValueError:
+        shown = out
+    command = shlex.join(["benchbook", "env", "guix-index", "--guix-git", "GUIX_GIT", "--commit", idx.commit[:8],
+                          "-o", str(shown), *(a for n in name for a in ("--name", n))])
+    text = format_index(idx, comments, command + "   # GUIX_GIT: git directory of a Guix clone")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    absent = [r.name for r in idx.rows.values() if not r.defined]
+    typer.echo(f"{out}: {len(idx.rows)} names at {idx.commit[:12]} ({idx.header.get('date')}): "
+               f"{len(idx.rows) - len(absent)} defined, {len(absent)} absent ({', '.join(absent) or '-'})")
+
+
+@env_app.command("guix-pin")
+def guix_pin(
+    guix_git: Path = typer.Option(..., "--guix-git", help="git directory of a GNU Guix copy (a clone or mirror)"),
+    channels: Path | None = typer.Option(None, "--channels", help="channels.scm to check (default: this checkout's)"),
+) -> None:
+    """Check the pinned Guix commit against a Guix copy: on master, after the channel introduction,
+    signed with a keyring key authorised by its parents' .guix-authorizations."""
+    from benchbook.paths import REPO_ROOT
+    from benchbook.provenance.guix_pin import verify_pin
+    from benchbook.provenance.scheme import channel_commits, channel_introductions
+
+    path = channels or REPO_ROOT / "channels.scm"
+    commit = channel_commits(path)["guix"]
+    intro = channel_introductions(path).get("guix")
+    if not intro:
+        typer.echo(f"benchbook env guix-pin: {path} has no channel introduction for 'guix'", err=True)
+        raise typer.Exit(2)
+    rep = verify_pin(guix_git, commit, intro)
+    typer.echo(f"pinned guix commit (channels.scm): {commit}")
+    for line in rep.findings:
+        typer.echo(f"ok: {line}")
+    for line in rep.problems:
+        typer.echo(f"FAILED: {line}")
+    typer.echo(f"guix pin: {'OK' if rep.ok else 'FAILED'}")
+    if not rep.ok:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -50,8 +50,6 @@ class EnvFiles:
     def exceptions(self) -> Path: return self.root / "manifests" / "exceptions.toml"
     @property
     def channels(self) -> Path: return self.root / "channels.scm"
-    @property
-    def guix_packages(self) -> Path: return self.root / "manifests" / "guix-packages.toml"
 
 
 def read_requirements_in(path: Path) -> list[str]:
@@ -114,71 +112,82 @@ def read_manifest(path: Path) -> dict[str, str | None]:
     return out
 
 
-GUIX_EVIDENCE = {
-    # the name's definition was read in the pinned commit's file (version known at the pin)
-    "definition-at-pin": True,
-    # a definition read in the pinned commit names it as an input, so it exists there (version not read)
-    "input-at-pin": True,
-    # defined with this name in a stored revision dated before the pin and in one dated after it
-    "bracketed": False,
-    # what was read (if anything) does not establish that it exists at the pin
-    "unverified": False,
-}
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+INTERPRETERS = ("python-next", "python")
 
 
-def check_guix_evidence(gp: dict[str, Any], pinned: str | None, manifests: dict[str, dict[str, str | None]],
-                        where: str, notes: list[str]) -> list[str]:
-    """Problems with manifests/guix-packages.toml: every manifest name needs one [[package]] entry whose
-    evidence is consistent (at-pin evidence read at the pinned commit, bracketing with a read before
-    and after it), a manifest's @version must be the version read at the pin, and no [[excluded]] name
-    may be in a manifest. Appends a one-line summary to ``notes``."""
+def _requires_python(root: Path) -> tuple[int, ...] | None:
+    """The minimum Python of pyproject.toml's requires-python (">=X.Y"), if stated."""
+    try:
+        doc = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    m = re.search(r">=\s*(\d+(?:\.\d+)*)", str((doc.get("project") or {}).get("requires-python", "")))
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def check_guix_index(root: Path, pinned: str, manifests: dict[str, dict[str, str | None]],
+                     notes: list[str]) -> tuple[list[str], Any]:
+    """Problems with the manifests against the index of the pinned commit: every manifest name must be
+    defined there, at the manifest's @version when one is given; the testbed manifest must repeat the
+    analysis one; the interpreter must satisfy pyproject's requires-python; a Guix Python package in a
+    manifest must build with that interpreter's Python. Returns (problems, index or None)."""
+    from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
+
     problems: list[str] = []
-    if gp.get("pinned_commit") != pinned:
-        problems.append(f"{where} records checks for commit {gp.get('pinned_commit')} but channels.scm pins {pinned}")
-    entries: dict[str, dict[str, Any]] = {}
-    for i, e in enumerate(gp.get("package") or []):
-        name, kind = e.get("name"), e.get("evidence")
-        label = f"{where}: package {i + 1} ({name or '?'})"
-        if not name or kind not in GUIX_EVIDENCE:
-            problems.append(f"{label}: needs a name and evidence (one of {', '.join(GUIX_EVIDENCE)})")
-            continue
-        if name in entries:
-            problems.append(f"{label}: listed twice")
-        entries[name] = e
-        at_pin = GUIX_EVIDENCE[kind]
-        if e.get("at_pinned_commit") is not at_pin:
-            problems.append(f"{label}: evidence {kind} means at_pinned_commit = {str(at_pin).lower()}")
-        if at_pin and e.get("commit") != pinned:
-            problems.append(f"{label}: evidence {kind} but commit {e.get('commit')} is not the pinned {pinned}")
-        if kind == "definition-at-pin" and not e.get("version"):
-            problems.append(f"{label}: a definition read at the pin must record its version")
-        if kind == "bracketed":
-            for side in ("before", "after"):
-                read = e.get(side) or {}
-                if not (_HEX40.match(str(read.get("commit", ""))) and read.get("version") and read.get("dated")):
-                    problems.append(f"{label}: bracketing needs a '{side}' read with commit, version and dated")
-    excluded = {x.get("name") for x in gp.get("excluded") or []}
+    path = index_path(root / "manifests", pinned)
+    rel = path.relative_to(root)
+    try:
+        idx = read_index(path)
+    except GuixIndexError as exc:
+        return [f"{exc} (channels.scm pins {pinned}; generate the index with `benchbook env guix-index "
+                f"--guix-git GUIX_GIT --commit {pinned[:8]} -o {rel}`)"], None
+    if idx.commit != pinned:
+        return [f"{rel} indexes commit {idx.commit} but channels.scm pins {pinned}"], None
+    regen = idx.header.get("command", "benchbook env guix-index").split("   #")[0]
     for manifest, specs in manifests.items():
-        for name in sorted(specs):
-            e = entries.get(name)
-            if name in excluded:
-                problems.append(f"{name}: manifests/{manifest}.scm names it but {where} lists it under [[excluded]]")
-            elif e is None:
-                problems.append(f"{name}: manifests/{manifest}.scm names it but {where} does not say whether or "
-                                f"where its Guix definition was checked")
-            elif specs[name] is not None and (e.get("evidence") != "definition-at-pin"
-                                                or str(e.get("version")) != specs[name]):
-                problems.append(f"{name}: manifests/{manifest}.scm pins @{specs[name]} but {where} records "
-                                f"{e.get('evidence')} version {e.get('version')} at the pin")
-    names = set().union(*manifests.values())
-    counts = {k: sorted(n for n in names if (entries.get(n) or {}).get("evidence") == k) for k in GUIX_EVIDENCE}
-    notes.append(f"Guix names in the manifests: {len(counts['definition-at-pin'])} read at the pinned commit, "
-                 f"{len(counts['input-at-pin'])} named as inputs there, {len(counts['bracketed'])} bracketed by "
-                 f"reads before and after it, {len(counts['unverified'])} unverified "
-                 f"({', '.join(counts['unverified'])})"
-                 f" - see {where}")
-    return problems
+        for name, version in sorted(specs.items()):
+            row = idx.rows.get(name)
+            where = f"manifests/{manifest}.scm"
+            if row is None:
+                problems.append(f"{name}: {where} names it but {rel} has no row for it (regenerate: {regen})")
+            elif not row.defined:
+                problems.append(f"{name}: {where} names it but Guix commit {pinned[:8]} does not define it "
+                                f"({rel}: absent); `guix time-machine` would fail on this manifest")
+            elif version is not None and not (row.version == version or row.version.startswith(version + ".")):
+                problems.append(f"{name}: {where} pins @{version} but Guix commit {pinned[:8]} defines "
+                                f"{name} {row.version} ({rel})")
+    analysis, testbed = manifests.get("analysis", {}), manifests.get("testbed", {})
+    for name in sorted(set(analysis) - set(testbed)):
+        problems.append(f"{name}: manifests/analysis.scm names it but manifests/testbed.scm does not "
+                        f"(the testbed manifest repeats the analysis one)")
+    for name in sorted(set(analysis) & set(testbed)):
+        if analysis[name] != testbed[name]:
+            problems.append(f"{name}: manifests/testbed.scm has @{testbed[name]} but manifests/analysis.scm has "
+                            f"@{analysis[name]}")
+    interp = next((n for n in INTERPRETERS if n in analysis and n in idx.rows and idx.rows[n].defined), None)
+    if interp is None:
+        problems.append(f"manifests/analysis.scm names no Python interpreter defined at the pin "
+                        f"({', '.join(INTERPRETERS)})")
+    else:
+        iv = idx.rows[interp].version
+        need = _requires_python(root)
+        have = tuple(int(x) for x in re.findall(r"\d+", iv)[:2])
+        if need and have < need[:2]:
+            problems.append(f"{interp}: Guix commit {pinned[:8]} defines it at {iv}, below pyproject.toml's "
+                            f"requires-python >= {'.'.join(map(str, need))}")
+        for manifest, specs in manifests.items():
+            for name in sorted(specs):
+                row = idx.rows.get(name)
+                if row and row.python and row.python.split()[-1].split(".")[:2] != iv.split(".")[:2]:
+                    problems.append(f"{name}: at Guix commit {pinned[:8]} it builds with Python "
+                                    f"{row.python.split()[-1]}, but the manifests' interpreter is {interp} {iv}; "
+                                    f"manifests/{manifest}.scm cannot use it")
+    names = sorted(set().union(*manifests.values()))
+    if not problems:
+        notes.append(f"Guix: all {len(names)} manifest names are defined at the pinned commit {pinned[:12]} "
+                     f"({idx.header.get('date', '?')}), versions from {rel}: "
+                     + ", ".join(f"{n} {idx.rows[n].version}" for n in names))
+    return problems, idx
 
 
 def check_files(root: Path = REPO_ROOT) -> CheckReport:
@@ -252,7 +261,7 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
             rep.problems.append(f"{pkg}: {f.testbed.relative_to(f.root)} has {gname}@{testbed.get(gname, 'absent')} "
                                 f"but {f.analysis.relative_to(f.root)} has {gname}@{analysis.get(gname, 'absent')}")
         rep.checked[pkg] = {"lock": want, "conda": got[0] if got else None,
-                            "guix": analysis.get(gname, "pip") if gname in analysis else "pip"}
+                            "guix": (analysis[gname] or "unpinned") if gname in analysis else "pip"}
     extra_conda = set(conda) - {"python", "pip"} - {normalize((names.get(p) or {}).get("conda", p)) for p in direct}
     for c in sorted(extra_conda):
         rep.problems.append(f"{c}: {f.environment_yml.relative_to(f.root)} names it but "
@@ -267,14 +276,31 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
         if key not in used:
             rep.problems.append(f"{e['package']}: {f.exceptions.relative_to(f.root)} lists a {e['pin']} exception "
                                 f"({e['value']}) that no longer applies; remove it")
-    if f.guix_packages.exists():
-        try:
-            gp = tomllib.loads(f.guix_packages.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            rep.problems.append(f"{f.guix_packages.relative_to(f.root)}: not valid TOML ({exc})")
-            return rep
-        rep.problems += check_guix_evidence(gp, commits.get("guix"), {"analysis": analysis, "testbed": testbed},
-                                            str(f.guix_packages.relative_to(f.root)), rep.notes)
+    if "guix" not in commits:
+        return rep
+    problems, idx = check_guix_index(f.root, commits["guix"], {"analysis": analysis, "testbed": testbed}, rep.notes)
+    rep.problems += problems
+    if idx is None:
+        return rep
+    rel = f"manifests/guix-index-{commits['guix'][:8]}.tsv"
+    absent, older = [], []
+    for pkg in direct:
+        gname = (names.get(pkg) or {}).get("guix", f"python-{pkg}")
+        row = idx.rows.get(gname)
+        if row is None:
+            rep.problems.append(f"{pkg}: {rel} has no row for its Guix name {gname} (regenerate the index)")
+            continue
+        at_pin = row.version if row.defined else "absent"
+        if pkg in rep.checked:
+            rep.checked[pkg]["guix_at_pin"] = at_pin
+        (older if row.defined else absent).append(f"{gname} {row.version}" if row.defined else gname)
+        e = exceptions.get((pkg, "guix"))
+        if e is not None and str(e.get("at_pin", "")) != at_pin:
+            rep.problems.append(f"{pkg}: {f.exceptions.relative_to(f.root)} says Guix has {e.get('at_pin') or '?'} "
+                                f"of {gname} at the pin, {rel} says {at_pin}")
+    rep.notes.append(f"pip-lock packages Guix lacks at the pin (listed in manifests/exceptions.toml): {len(absent)} "
+                     f"({', '.join(absent) or '-'}); present there but taken from the lock: {len(older)} "
+                     f"({', '.join(older) or '-'})")
     return rep
 
 

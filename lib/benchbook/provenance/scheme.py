@@ -154,3 +154,24 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     name, _, version = spec.partition("@")
     name = name.split(":", 1)[0]
     return name, (version.split(":", 1)[0] or None) if version else None
+
+
+def channel_introductions(path: Path) -> dict[str, str]:
+    """{channel name: introduction commit} for channels with ``(introduction (make-channel-introduction "C" ...))``."""
+    found: dict[str, str] = {}
+    for form in parse_file(path):
+        for node in _walk(form):
+            if isinstance(node, list) and node and node[0] == Symbol("channel"):
+                name = intro = None
+                for fld in node[1:]:
+                    if not (isinstance(fld, list) and len(fld) == 2 and isinstance(fld[0], Symbol)):
+                        continue
+                    value = fld[1]
+                    if fld[0].name == "name" and isinstance(value, list) and len(value) == 2:
+                        name = value[1].name if isinstance(value[1], Symbol) else str(value[1])
+                    elif fld[0].name == "introduction" and isinstance(value, list) and len(value) >= 2 \
+                            and value[0] == Symbol("make-channel-introduction") and isinstance(value[1], str):
+                        intro = value[1]
+                if name and intro:
+                    found[name] = intro
+    return found
