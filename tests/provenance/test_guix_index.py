@@ -122,3 +122,31 @@ def test_committed_index_regenerates_identically(tmp_path):
     assert r.returncode == 0, r.stderr
     strip = lambda text: [ln for ln in text.splitlines() if not ln.startswith("# command:")]  # noqa: E731
     assert strip(out.read_text()) == strip(committed.read_text())
+
+
+def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
+    """A run directory gets channels.scm and its manifest, run.json the pinned commit, and the rebuild
+    command runs the run's own copies through guix time-machine with the pip lock set up inside."""
+    import shlex
+
+    from benchbook.commands.env import rebuild_command
+    from benchbook.experiment.runner import _copy_environment_files
+    from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
+
+    pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
+    assert environment_description()["guix_channel_commit"] == pinned
+    run_dir = tmp_path / "exp" / "run-1"
+    run_dir.mkdir(parents=True)
+    copied = _copy_environment_files(run_dir, ANALYSIS_MANIFEST)
+    assert copied["channels"] == "channels.scm" and copied["manifest_source"] == "analysis.scm"
+    assert channel_commits(run_dir / "channels.scm")["guix"] == pinned
+    record = {"experiment": "no-such-entry", "notebook": str(REPO_ROOT / "notebooks" / "x.ipynb"),
+              "parameters": {"rate": 10, "flag": True, "output_dir": "/tmp/o"}}
+    cmd, inner = rebuild_command(run_dir, record)
+    assert cmd[:9] == ["guix", "time-machine", "-C", str(run_dir / "channels.scm"), "--", "shell", "-m",
+                       str(run_dir / "manifest.scm"), "--"]
+    assert cmd[9:11] == ["sh", "-c"]
+    assert "pip install --require-hashes --no-deps -r manifests/requirements.lock" in cmd[11]
+    assert cmd[11].endswith("-m benchbook.cli run notebooks/x.ipynb -p rate=10 -p flag=true "
+                            "--experiment no-such-entry-rebuild")
+    assert shlex.split(inner)[:3] == ["benchbook", "run", "notebooks/x.ipynb"]
