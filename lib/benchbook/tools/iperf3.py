@@ -1,0 +1,179 @@
+"""iperf3: server and client command lines (congestion control per flow) and its ``-J`` report.
+
+One iperf3 client is one flow set with one congestion control (``-C``); flows with different CCAs
+are separate clients, each against its own server port. ``parse_report`` reads the JSON a client
+prints with ``-J``: per interval and per stream the bytes, bits per second, the kernel's
+retransmission counter (``retransmits``, tcpi_total_retrans deltas), cwnd and smoothed RTT, and the
+end totals per stream. An ``error`` in the report raises `Iperf3Error` with iperf3's own message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import Host, RunningCommand
+
+DEFAULT_PORT = 5201
+
+
+class Iperf3Error(BenchbookError, RuntimeError):
+    """iperf3 failed or its report is not what ``-J`` prints; the message names the source."""
+
+
+def server_argv(port: int = DEFAULT_PORT, *, one_off: bool = True, bind: str | None = None) -> list[str]:
+    argv = ["iperf3", "-s", "-p", str(port), "--forceflush"]   # "Server listening" unbuffered on a pipe
+    if one_off:
+        argv.append("-1")
+    if bind:
+        argv += ["-B", bind]
+    return argv
+
+
+def client_argv(server: str, *, port: int = DEFAULT_PORT, duration_s: int = 10, cca: str | None = None,
+                parallel: int = 1, interval_s: float = 0.3, reverse: bool = False, bind: str | None = None,
+                json_report: bool = True) -> list[str]:
+    """A client command line; ``duration_s`` is whole seconds (iperf3 reads -t as an integer)."""
+    if int(duration_s) != duration_s or duration_s <= 0:
+        raise ValueError(f"iperf3 -t takes whole seconds > 0, got {duration_s!r}")
+    if parallel < 1:
+        raise ValueError(f"parallel streams must be >= 1, got {parallel}")
+    argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(int(duration_s)), "-i", f"{interval_s:g}"]
+    if cca:
+        argv += ["-C", cca]
+    if parallel > 1:
+        argv += ["-P", str(parallel)]
+    if reverse:
+        argv.append("-R")
+    if bind:
+        argv += ["-B", bind]
+    if json_report:
+        argv.append("-J")
+    return argv
+
+
+@dataclass
+class StreamTotal:
+    socket: int
+    bytes_sent: int
+    bytes_received: int | None
+    seconds: float
+    sender_bps: float
+    receiver_bps: float | None
+    retransmits: int | None
+    max_snd_cwnd_bytes: int | None
+    mean_rtt_us: int | None
+
+
+@dataclass
+class Iperf3Report:
+    """One client's ``-J`` report: rows per interval and stream, totals per stream."""
+
+    source: str
+    cca_sender: str | None
+    cca_receiver: str | None
+    reverse: bool
+    num_streams: int
+    start_unix_s: int | None
+    intervals: list[dict[str, Any]] = field(default_factory=list)   # socket, start_s, end_s, bytes, bps, ...
+    streams: list[StreamTotal] = field(default_factory=list)
+    local: list[dict[str, Any]] = field(default_factory=list)       # connected: socket, local/remote host:port
+
+    def total_retransmits(self) -> int | None:
+        vals = [s.retransmits for s in self.streams]
+        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+
+
+def _need(obj: dict[str, Any], key: str, where: str) -> Any:
+    if key not in obj:
+        raise Iperf3Error(f"{where}: no {key!r} (expected iperf3 -J output)")
+    return obj[key]
+
+
+def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise Iperf3Error(f"{source}: not JSON at line {exc.lineno if hasattr(exc, 'lineno') else '?'} "
+                          f"({exc}); expected the report of iperf3 -J") from exc
+    if not isinstance(doc, dict):
+        raise Iperf3Error(f"{source}: top level is {type(doc).__name__}, expected an object with start/intervals/end")
+    if doc.get("error"):
+        raise Iperf3Error(f"{source}: iperf3 reported: {doc['error']}")
+    start = _need(doc, "start", source)
+    end = _need(doc, "end", source)
+    test = _need(start, "test_start", f"{source}: start")
+    if test.get("protocol") != "TCP":
+        raise Iperf3Error(f"{source}: protocol {test.get('protocol')!r}; only TCP reports carry per-flow fairness")
+    rep = Iperf3Report(source=source, cca_sender=end.get("sender_tcp_congestion"),
+                       cca_receiver=end.get("receiver_tcp_congestion"), reverse=bool(test.get("reverse")),
+                       num_streams=int(test.get("num_streams", 0)),
+                       start_unix_s=start.get("timestamp", {}).get("timesecs"),
+                       local=list(start.get("connected", [])))
+    for n, iv in enumerate(_need(doc, "intervals", source)):
+        for st in _need(iv, "streams", f"{source}: intervals[{n}]"):
+            try:
+                rep.intervals.append({
+                    "socket": int(st["socket"]), "start_s": float(st["start"]), "end_s": float(st["end"]),
+                    "bytes": int(st["bytes"]), "bps": float(st["bits_per_second"]),
+                    "retransmits": st.get("retransmits"), "snd_cwnd_bytes": st.get("snd_cwnd"),
+                    "rtt_us": st.get("rtt"), "omitted": bool(st.get("omitted", False)),
+                    "sender": bool(st.get("sender", True)),
+                })
+            except (KeyError, TypeError, ValueError) as exc:
+                raise Iperf3Error(f"{source}: intervals[{n}] stream {st!r:.80}: {exc!r}") from exc
+    for n, st in enumerate(end.get("streams", [])):
+        snd, rcv = st.get("sender", {}), st.get("receiver", {})
+        if not snd:
+            raise Iperf3Error(f"{source}: end.streams[{n}] has no sender totals")
+        rep.streams.append(StreamTotal(
+            socket=int(snd["socket"]), bytes_sent=int(snd["bytes"]),
+            bytes_received=int(rcv["bytes"]) if "bytes" in rcv else None, seconds=float(snd["seconds"]),
+            sender_bps=float(snd["bits_per_second"]),
+            receiver_bps=float(rcv["bits_per_second"]) if "bits_per_second" in rcv else None,
+            retransmits=snd.get("retransmits"), max_snd_cwnd_bytes=snd.get("max_snd_cwnd"),
+            mean_rtt_us=snd.get("mean_rtt")))
+    return rep
+
+
+def read_report(path: Path | str) -> Iperf3Report:
+    p = Path(path)
+    return parse_report(p.read_text(), source=str(p))
+
+
+@dataclass
+class Client:
+    """A running iperf3 client; ``wait()`` returns its parsed report."""
+
+    argv: list[str]
+    command: RunningCommand
+    report: Iperf3Report | None = None
+
+    def wait(self, timeout_s: float) -> Iperf3Report:
+        code = self.command.wait(timeout_s=timeout_s)
+        out = self.command.output("stdout")
+        if not out.strip():
+            raise Iperf3Error(f"iperf3 client (exit {code}) printed no report: "
+                              f"{self.command.output('stderr').strip()[-400:]}")
+        self.report = parse_report(out, source=" ".join(self.argv))
+        return self.report
+
+
+def start_server(host: Host, port: int = DEFAULT_PORT, *, bind: str | None = None) -> RunningCommand:
+    """Start a one-off server on ``host``; returns once it listens."""
+    cmd = host.start(server_argv(port, bind=bind), what=f"iperf3 server :{port}")
+    if not cmd.wait_for("Server listening", "stdout", timeout_s=10.0):
+        cmd.kill()
+        raise Iperf3Error(f"iperf3 server on port {port} did not start: {cmd.output('stderr').strip()[-400:]}")
+    return cmd
+
+
+def start_client(host: Host, argv: list[str], what: str = "iperf3 client") -> Client:
+    return Client(argv=list(argv), command=host.start(argv, what=what))
+
+
+__all__ = ["Client", "Iperf3Error", "Iperf3Report", "StreamTotal", "client_argv", "parse_report", "read_report",
+           "server_argv", "start_client", "start_server"]

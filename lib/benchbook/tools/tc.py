@@ -1,0 +1,129 @@
+"""tc: builders for the bottleneck qdiscs (htb, tbf, pfifo, bfifo) and read-back of their statistics.
+
+Builders return argv lists (nothing runs until a host runs them). ``qdisc_stats`` runs
+``tc -s -j qdisc show dev IF`` on a host and returns one `QdiscStats` per qdisc: kind, handle,
+parent, bytes, packets, drops, overlimits, requeues, backlog and qlen as the kernel counts them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from benchbook.errors import BenchbookError
+from benchbook.tools.host import Host
+
+
+class TcError(BenchbookError, ValueError):
+    """A qdisc request tc cannot express, or tc output that is not what ``-j`` prints."""
+
+
+def _rate(rate_bps: int) -> str:
+    if rate_bps <= 0:
+        raise TcError(f"rate must be > 0 bit/s, got {rate_bps}")
+    return f"{int(rate_bps)}bit"
+
+
+def delete_root(dev: str) -> list[str]:
+    return ["tc", "qdisc", "del", "dev", dev, "root"]
+
+
+def htb_root(dev: str, *, handle: str = "1:", default_class: str = "10") -> list[str]:
+    return ["tc", "qdisc", "replace", "dev", dev, "root", "handle", handle, "htb", "default", default_class]
+
+
+def htb_class(dev: str, rate_bps: int, *, parent: str = "1:", classid: str = "1:10", ceil_bps: int | None = None,
+              quantum_bytes: int | None = 1514) -> list[str]:
+    """An htb class; quantum 1514 keeps htb from warning about big quanta at high rates."""
+    argv = ["tc", "class", "replace", "dev", dev, "parent", parent, "classid", classid, "htb", "rate", _rate(rate_bps)]
+    if ceil_bps:
+        argv += ["ceil", _rate(ceil_bps)]
+    if quantum_bytes:
+        argv += ["quantum", str(quantum_bytes)]
+    return argv
+
+
+def tbf(dev: str, rate_bps: int, *, burst_bytes: int = 32768, latency_ms: float | None = None,
+        limit_bytes: int | None = None, parent: str = "root", handle: str | None = None) -> list[str]:
+    """Token bucket; exactly one of latency_ms and limit_bytes bounds its queue."""
+    if (latency_ms is None) == (limit_bytes is None):
+        raise TcError("tbf needs exactly one of latency_ms and limit_bytes")
+    argv = ["tc", "qdisc", "replace", "dev", dev, *(["root"] if parent == "root" else ["parent", parent])]
+    if handle:
+        argv += ["handle", handle]
+    argv += ["tbf", "rate", _rate(rate_bps), "burst", str(burst_bytes)]
+    argv += ["latency", f"{latency_ms:g}ms"] if latency_ms is not None else ["limit", str(limit_bytes)]
+    return argv
+
+
+def pfifo(dev: str, limit_packets: int, *, parent: str = "root", handle: str | None = None) -> list[str]:
+    if limit_packets < 1:
+        raise TcError(f"pfifo limit must be >= 1 packet, got {limit_packets}")
+    argv = ["tc", "qdisc", "replace", "dev", dev, *(["root"] if parent == "root" else ["parent", parent])]
+    return argv + (["handle", handle] if handle else []) + ["pfifo", "limit", str(limit_packets)]
+
+
+def bfifo(dev: str, limit_bytes: int, *, parent: str = "root", handle: str | None = None) -> list[str]:
+    if limit_bytes < 1:
+        raise TcError(f"bfifo limit must be >= 1 byte, got {limit_bytes}")
+    argv = ["tc", "qdisc", "replace", "dev", dev, *(["root"] if parent == "root" else ["parent", parent])]
+    return argv + (["handle", handle] if handle else []) + ["bfifo", "limit", str(limit_bytes)]
+
+
+def htb_bottleneck(dev: str, rate_bps: int, limit_packets: int) -> list[list[str]]:
+    """htb at ``rate_bps`` with a pfifo of ``limit_packets`` under its one class (all traffic)."""
+    return [htb_root(dev), htb_class(dev, rate_bps), pfifo(dev, limit_packets, parent="1:10", handle="10:")]
+
+
+def show_argv(dev: str | None = None) -> list[str]:
+    return ["tc", "-s", "-j", "qdisc", "show", *(["dev", dev] if dev else [])]
+
+
+@dataclass(frozen=True)
+class QdiscStats:
+    dev: str | None
+    kind: str
+    handle: str
+    parent: str | None
+    bytes: int
+    packets: int
+    drops: int
+    overlimits: int
+    requeues: int
+    backlog_bytes: int
+    qlen: int
+    options: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def parse_stats(text: str, dev: str | None = None, source: str = "tc -s -j qdisc show") -> list[QdiscStats]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise TcError(f"{source}: not JSON ({exc})") from exc
+    if not isinstance(doc, list):
+        raise TcError(f"{source}: expected a JSON list of qdiscs")
+    out = []
+    for n, q in enumerate(doc):
+        try:
+            out.append(QdiscStats(dev=q.get("dev", dev), kind=q["kind"], handle=q["handle"],
+                                  parent=None if q.get("root") else q.get("parent"), bytes=int(q["bytes"]),
+                                  packets=int(q["packets"]), drops=int(q["drops"]),
+                                  overlimits=int(q.get("overlimits", 0)), requeues=int(q.get("requeues", 0)),
+                                  backlog_bytes=int(q.get("backlog", 0)), qlen=int(q.get("qlen", 0)),
+                                  options=dict(q.get("options", {}))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TcError(f"{source}: qdisc [{n}] lacks statistics ({exc!r}); run tc with -s -j") from exc
+    return out
+
+
+def qdisc_stats(host: Host, dev: str) -> list[QdiscStats]:
+    r = host.run(show_argv(dev), what=f"tc qdisc stats {dev}")
+    return parse_stats(r.stdout, dev=dev, source=f"tc -s -j qdisc show dev {dev}")
+
+
+__all__ = ["QdiscStats", "TcError", "bfifo", "delete_root", "htb_bottleneck", "htb_class", "htb_root", "parse_stats",
+           "pfifo", "qdisc_stats", "show_argv", "tbf"]

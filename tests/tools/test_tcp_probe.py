@@ -1,0 +1,29 @@
+"""tcp_probe records from `perf script` (recorded output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchbook.tools import tcp_probe
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tcp"
+
+
+def test_parse_script_records() -> None:
+    text = (DATA / "perf-script-tcp_probe.txt").read_text()
+    samples = tcp_probe.parse_script(text)
+    assert len(samples) == 120
+    first = samples[0]
+    assert (first.src, first.sport, first.dst, first.dport) == ("127.0.0.1", 5301, "127.0.0.1", 47516)
+    assert (first.cwnd, first.ssthresh, first.srtt_us, first.snd_wnd) == (10, 2147483647, 19, 65536)
+    assert first.snd_nxt == 0xC6B51534 and first.t_s == 2116.207821
+    assert all(s.cwnd > 0 for s in samples)
+    assert len(tcp_probe.parse_script(text, port=5301)) == 70
+
+
+def test_malformed_record_names_the_line() -> None:
+    bad = "  iperf3  1 [000]  1.000001: tcp:tcp_probe: family=AF_INET src=1.2.3.4:5 dest=1.2.3.4:6 snd_cwnd=x"
+    with pytest.raises(tcp_probe.TcpProbeError, match="line 2"):
+        tcp_probe.parse_script("\n" + bad, source="p.txt")
