@@ -20,10 +20,13 @@ and at least one flow sent something (an all-zero interval has no defined index 
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -240,5 +243,107 @@ def confidence_interval(values: Sequence[float], level: float = 0.95) -> Confide
     return ConfidenceInterval(mean, mean - half, mean + half, int(x.size), level)
 
 
-__all__ = ["ConfidenceInterval", "FairnessError", "FlowSeries", "VARIANT_LABELS", "confidence_interval",
+FLENT_FORMAT_VERSION = 4
+_FLENT_RATE_UNITS = {"bits/s": 1.0, "Kbits/s": 1e3, "Mbits/s": 1e6, "Gbits/s": 1e9}
+_FLENT_AGGREGATES = re.compile(r"(?i)(\s(sum|avg|average|total|totals)$)|::.*::")
+BULK_SHARE = 0.01
+
+
+def flent_series(path: Path | str) -> FlowSeries:
+    """Per-flow throughput series of a Flent data file (.flent.gz: gzip JSON with metadata, x_values,
+    results, raw_values). Only data-format version 4 (Flent >= 1.2) is read; older versions store
+    units and raw values differently and are refused. Series are the results whose SERIES_META unit is
+    a bit rate, without Flent's aggregates ("... sum", "... avg") and sub-series ("name::n::tcp_rtt")."""
+    p = Path(path)
+    try:
+        with gzip.open(p, "rt") if p.suffix == ".gz" else open(p) as fh:
+            doc = json.load(fh)
+    except (OSError, EOFError, ValueError) as exc:
+        raise FairnessError(f"{p}: not a Flent data file (gzip JSON): {exc}") from exc
+    if not isinstance(doc, dict) or not {"metadata", "x_values", "results"} <= set(doc):
+        raise FairnessError(f"{p}: not a Flent data file: expected keys metadata, x_values, results")
+    version = doc.get("version", 1)
+    if version != FLENT_FORMAT_VERSION:
+        raise FairnessError(f"{p}: Flent data-format version {version}; benchbook reads version "
+                            f"{FLENT_FORMAT_VERSION} only (load and save it with Flent >= 1.2 to convert)")
+    meta = doc["metadata"]
+    series_meta = meta.get("SERIES_META") or {}
+    x = np.asarray(doc["x_values"], dtype=float)
+    names, cols = [], []
+    for name in sorted(doc["results"], key=_natural_key):
+        unit = (series_meta.get(name) or {}).get("UNITS")
+        if unit not in _FLENT_RATE_UNITS or _FLENT_AGGREGATES.search(name):
+            continue
+        vals = doc["results"][name]
+        if len(vals) != x.size:
+            raise FairnessError(f"{p}: results[{name!r}] has {len(vals)} values for {x.size} x_values")
+        cols.append(np.array([math.nan if v is None else float(v) * _FLENT_RATE_UNITS[unit] for v in vals]))
+        names.append(name)
+    if not names:
+        raise FairnessError(f"{p}: no per-flow throughput series (SERIES_META units bits/s .. Gbits/s)")
+    step_s = meta.get("STEP_SIZE")
+    interval_ns = int(round(float(step_s) * 1e9)) if step_s else None
+    start_ns = np.round(x * 1e9).astype(np.int64)
+    return FlowSeries(flows=names, start_ns=start_ns, bps=np.column_stack(cols), interval_ns=interval_ns,
+                      source=str(p), meta={"format": "flent", "name": meta.get("NAME"), "version": version})
+
+
+def intervals_parquet_series(path: Path | str, metric: str = "goodput_bps") -> FlowSeries:
+    """Per-flow series of benchbook's own intervals.parquet (``benchbook tcp``): both directions of a flow
+    added up per interval; only bulk flows (at least 1 % of all bytes of ``metric``) count as competitors."""
+    import pandas as pd
+
+    p = Path(path)
+    try:
+        df = pd.read_parquet(p)
+    except (OSError, ValueError) as exc:
+        raise FairnessError(f"{p}: not a readable Parquet file: {exc}") from exc
+    need = {"flow", "start_time_ns", metric}
+    if not need <= set(df.columns):
+        raise FairnessError(f"{p}: columns {sorted(need - set(df.columns))} missing; expected benchbook tcp's "
+                            "intervals.parquet")
+    g = df.groupby(["flow", "start_time_ns"], as_index=False, observed=True)[metric].sum()
+    totals = g.groupby("flow")[metric].sum()
+    bulk = totals[totals >= BULK_SHARE * float(totals.sum())].index if float(totals.sum()) > 0 else totals.index
+    g = g[g["flow"].isin(bulk)]
+    interval_ns = None
+    summary = p.parent / "summary.json"
+    if summary.is_file():
+        try:
+            interval_ns = int(round(float(json.loads(summary.read_text())["bin_ms"]) * 1e6))
+        except (KeyError, ValueError, TypeError):
+            interval_ns = None
+    s = FlowSeries.from_columns([f"flow {f}" for f in g["flow"]], g["start_time_ns"].to_numpy(),
+                                g[metric].to_numpy(), interval_ns=interval_ns, source=str(p))
+    s.meta = {"format": "benchbook-intervals", "metric": metric}
+    return s
+
+
+def combine(series: Sequence[FlowSeries], source: str = "") -> FlowSeries:
+    """Several series side by side, aligned by interval start relative to each one's first interval (flows
+    started together, e.g. one iperf3 client per congestion control). Intervals must be equal."""
+    if len(series) == 1:
+        return series[0]
+    steps = {s.interval_ns for s in series}
+    if len(steps) != 1 or None in steps:
+        raise FairnessError("series to combine have different or unknown interval lengths: "
+                            + ", ".join(f"{s.source}: {s.interval_ns} ns" for s in series))
+    step = steps.pop()
+    assert step is not None
+    n = max(int((s.start_ns[-1] - s.start_ns[0]) // step) + 1 for s in series)
+    mat = np.full((n, sum(len(s.flows) for s in series)), np.nan)
+    flows: list[str] = []
+    col = 0
+    for s in series:
+        rows = ((s.start_ns - s.start_ns[0]) // step).astype(np.int64)
+        mat[rows, col:col + len(s.flows)] = s.bps
+        col += len(s.flows)
+        flows += s.flows
+    if len(set(flows)) != len(flows):
+        raise FairnessError(f"flow names repeat across inputs: {flows}")
+    return FlowSeries(flows=flows, start_ns=np.arange(n, dtype=np.int64) * step, bps=mat, interval_ns=step,
+                      source=source or " + ".join(s.source for s in series))
+
+__all__ = ["ConfidenceInterval", "FairnessError", "FlowSeries", "VARIANT_LABELS", "combine", "confidence_interval",
+           "flent_series", "intervals_parquet_series",
            "convergence_time_s", "jain_index", "jain_of_means", "per_interval_jain", "rtt_fairness", "summarize"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.analysis.fairness import FlowSeries
 from benchbook.errors import BenchbookError
 from benchbook.tools.host import Host, RunningCommand
 
@@ -78,7 +79,7 @@ class Iperf3Report:
     reverse: bool
     num_streams: int
     start_unix_s: int | None
-    intervals: list[dict[str, Any]] = field(default_factory=list)   # socket, start_s, end_s, bytes, bps, ...
+    intervals: list[dict[str, Any]] = field(default_factory=list)   # interval, socket, start_s, end_s, bytes, ...
     streams: list[StreamTotal] = field(default_factory=list)
     local: list[dict[str, Any]] = field(default_factory=list)       # connected: socket, local/remote host:port
 
@@ -117,8 +118,8 @@ def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
         for st in _need(iv, "streams", f"{source}: intervals[{n}]"):
             try:
                 rep.intervals.append({
-                    "socket": int(st["socket"]), "start_s": float(st["start"]), "end_s": float(st["end"]),
-                    "bytes": int(st["bytes"]), "bps": float(st["bits_per_second"]),
+                    "interval": n, "socket": int(st["socket"]), "start_s": float(st["start"]),
+                    "end_s": float(st["end"]), "bytes": int(st["bytes"]), "bps": float(st["bits_per_second"]),
                     "retransmits": st.get("retransmits"), "snd_cwnd_bytes": st.get("snd_cwnd"),
                     "rtt_us": st.get("rtt"), "omitted": bool(st.get("omitted", False)),
                     "sender": bool(st.get("sender", True)),
@@ -137,6 +138,22 @@ def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
             retransmits=snd.get("retransmits"), max_snd_cwnd_bytes=snd.get("max_snd_cwnd"),
             mean_rtt_us=snd.get("mean_rtt")))
     return rep
+
+
+def flow_series(report: Iperf3Report, label: str | None = None) -> FlowSeries:
+    """One flow per stream (named ``<label or cca>#<socket>``) with each interval's bits per second; the
+    interval grid is the report's nominal interval (the median interval length, to the microsecond)."""
+    rows = [r for r in report.intervals if not r["omitted"]]
+    if not rows:
+        raise Iperf3Error(f"{report.source}: no intervals (run with -i)")
+    lengths = sorted(r["end_s"] - r["start_s"] for r in rows)
+    interval_ns = int(round(lengths[len(lengths) // 2] * 1e6)) * 1000
+    if interval_ns <= 0:
+        raise Iperf3Error(f"{report.source}: intervals of zero length")
+    name = label or report.cca_sender or "iperf3"
+    return FlowSeries.from_columns([f"{name}#{r['socket']}" for r in rows],
+                                   [r["interval"] * interval_ns for r in rows], [r["bps"] for r in rows],
+                                   interval_ns=interval_ns, source=report.source)
 
 
 def read_report(path: Path | str) -> Iperf3Report:
@@ -175,5 +192,5 @@ def start_client(host: Host, argv: list[str], what: str = "iperf3 client") -> Cl
     return Client(argv=list(argv), command=host.start(argv, what=what))
 
 
-__all__ = ["Client", "Iperf3Error", "Iperf3Report", "StreamTotal", "client_argv", "parse_report", "read_report",
-           "server_argv", "start_client", "start_server"]
+__all__ = ["Client", "Iperf3Error", "Iperf3Report", "StreamTotal", "client_argv", "flow_series", "parse_report",
+           "read_report", "server_argv", "start_client", "start_server"]
