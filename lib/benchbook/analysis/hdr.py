@@ -254,6 +254,9 @@ class HdrHistogram:
         arr, c = arr[keep], c[keep]
         if arr.size == 0:
             return
+        if int(c.max()) > (INT64_MAX - self._total) // c.size and \
+                self._total + sum(int(k) for k in c.tolist()) > INT64_MAX:
+            raise ValueError(f"counts add up beyond the signed 64-bit limit {INT64_MAX} a histogram counts in")
         idx = self.counts_indices(arr)
         bad = (idx < 0) | (idx >= self.layout.counts_len)
         if bad.any():
@@ -435,6 +438,11 @@ class HdrHistogram:
         """Add `other`'s counts (and its exact statistics, when both have them). Returns self."""
         if other._total == 0:
             return self
+        if self._total + other._total > INT64_MAX:
+            raise ValueError(
+                f"cannot merge: the total count {self._total} + {other._total} is beyond the signed 64-bit limit "
+                f"{INT64_MAX} a histogram counts in"
+            )
         if self.same_layout(other):
             self.counts += other.counts
         else:

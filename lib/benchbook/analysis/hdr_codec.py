@@ -168,6 +168,8 @@ def _zz_decode_counts(  # pragma: no cover - jit
                 if first < 0:
                     first = idx
                 last = idx
+                if total > 9223372036854775807 - v:
+                    return 3, start, idx, first, last, total
                 total += v
             idx += 1
     return 0, pos, idx, first, last, total
@@ -218,6 +220,11 @@ def _zigzag_decode(data: bytes, counts_len: int) -> tuple[np.ndarray, int, int, 
     if status == 2:
         raise HdrFormatError(
             f"counts at payload byte {pos} run past the histogram's {counts_len} slots (slot {idx})"
+        )
+    if status == 3:
+        raise HdrFormatError(
+            f"the count at payload byte {pos} (slot {idx}) takes the total beyond the signed 64-bit limit "
+            f"{2**63 - 1}"
         )
     return counts, int(first), int(last), int(total)
 
@@ -317,6 +324,8 @@ def decode_payload(payload: bytes) -> DecodedHistogram:
         counts[:n] = np.frombuffer(body, dtype=dtype, count=n)
         if n and int(counts[:n].min()) < 0:
             raise HdrFormatError("payload holds negative counts")
+        if n and sum(int(c) for c in counts[:n][counts[:n] > 0].tolist()) > 2**63 - 1:
+            raise HdrFormatError(f"V{version} payload counts add up beyond the signed 64-bit limit {2**63 - 1}")
         first, last, total = nonzero_bounds(counts)
     return DecodedHistogram(
         version=version,

@@ -144,6 +144,8 @@ def load_histograms(
                 h = read_exact(p)
                 out.notes.extend(h.warnings)
                 mg = h if mg is None else mg.merge(h)
+                if mg.count < 0:
+                    raise HistInputError(f"{p}: counts add up beyond the signed 64-bit limit {2**63 - 1}")
                 out.files.append({"path": str(p), "kind": "moongen-csv", "count": h.count})
         except HistInputError:
             raise
@@ -173,8 +175,11 @@ def load_histograms(
                 + [h.hdr_max() for h in layouts if h.total_count]),
             significant_digits or 3,
         )
-    for _p, log, ivs in logs:
-        log.merged(ivs, into=hdr)
+    try:
+        for _p, log, ivs in logs:
+            log.merged(ivs, into=hdr)
+    except ValueError as exc:
+        raise HistInputError(f"{_p}: {exc}") from None
     if mg is not None and mg.count:
         import numpy as np
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -194,9 +196,74 @@ def analyze_captures(
     exact_limit: int = EXACT_LIMIT,
     html: bool = True,
 ) -> dict[str, Any]:
-    """Match the pair and write the report directory; returns the summary dict."""
+    """Match the pair and write the report directory; returns the summary dict.
+
+    The files are written into a temporary directory beside ``out_dir`` and moved into place only
+    when everything succeeded: a failed run leaves an earlier report in ``out_dir`` exactly as it
+    was. Every warning (capture truncation, zero latencies, ...) is kept in summary.json
+    (details.warnings) and issued again as a Python warning."""
+    import warnings
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        os.chmod(work, 0o755)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            summary = _analyze_into(work, out, pre, post, key, max_latency_ns, window_packets, exact_limit, html)
+        seen = set(summary["details"]["warnings"])
+        extra = [str(w.message) for w in caught if str(w.message) not in seen]
+        summary["details"]["warnings"] = list(summary["details"]["warnings"]) + list(dict.fromkeys(extra))
+        zero = summary["details"]["counts"].get("out_of_range_post", 0)
+        if zero:
+            summary["details"]["warnings"].append(
+                f"{zero} post packets carry a timestamp at or before their pre packet's (latency <= 0; "
+                f"{summary['matched']} matched): the same capture given twice, or timestamps too coarse for the "
+                "device under test"
+            )
+        _write_json(work / "summary.json", summary)
+        _install(work, out, OUTPUT_FILES)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for m in summary["details"]["warnings"]:
+        warnings.warn(m, stacklevel=2)
+    return summary
+
+
+OUTPUT_FILES = ("latencies.parquet", "latency.hlog", "hdr.html", "plotly.min.js", "summary.json")
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _install(work: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Move the finished report from `work` into `out`: a rename of the directory when `out` does
+    not exist yet, else file by file (each an atomic replace; report files of an earlier run that
+    this run did not write are removed, other files in `out` are left alone)."""
+    try:
+        os.rename(work, out)
+        return
+    except OSError:
+        if not out.is_dir():
+            raise
+    made = sorted(f.name for f in work.iterdir())
+    for name in made:
+        os.replace(work / name, out / name)
+    for name in names:
+        if name not in made and (out / name).exists():
+            (out / name).unlink()
+
+
+def _analyze_into(
+    out: Path, final: Path, pre: str | Path, post: str | Path, key: Key, max_latency_ns: int, window_packets: int,
+    exact_limit: int, html: bool,
+) -> dict[str, Any]:
     if html:  # import the figure stack while the matching kernels (which release the GIL) run
         import threading
 
@@ -232,10 +299,8 @@ def analyze_captures(
         "warnings": res.warnings,
     }
     if html:
-        summary["details"]["hdr_html"] = _hdr_html(tot, out)
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, out / "summary.json")
+        made = _hdr_html(tot, out)
+        summary["details"]["hdr_html"] = str(final / Path(made).name) if made.endswith(".html") else made
     return summary
 
 

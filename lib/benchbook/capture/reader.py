@@ -29,7 +29,7 @@ DEFAULT_BUFFER = 32 << 20
 class _Buffer:
     """A window of the (decompressed) file: buf[0:fill] holds file bytes base .. base+fill."""
 
-    def __init__(self, src: ByteSource, size: int) -> None:
+    def __init__(self, src: ByteSource, size: int, head: np.ndarray) -> None:
         self.src = src
         self.size = size
         self.buf = np.empty(0, np.uint8)
@@ -40,6 +40,9 @@ class _Buffer:
         whole = src.mapped()
         if whole is not None:  # plain file: map it, no copies and no refills
             self.buf, self.fill, self.eof = whole, len(whole), True
+        else:  # the bytes read to tell the format come first
+            self.buf = np.array(head, np.uint8)
+            self.fill = len(head)
 
     def release(self) -> None:
         self.src.release(self.base + self.pos - (1 << 20))
@@ -72,24 +75,34 @@ class _Buffer:
         return self.base + (self.pos if p is None else p)
 
 
+def _format_of(path: str | Path, head: bytes) -> str:
+    if not head:
+        raise CaptureFormatError(path, 0, "file is empty: expected a pcap or pcapng header")
+    magic_le = int.from_bytes(head, "little")
+    if len(head) == 4 and (magic_le in (PCAP_MAGIC_US, PCAP_MAGIC_NS)
+                           or int.from_bytes(head, "big") in (PCAP_MAGIC_US, PCAP_MAGIC_NS)):
+        return "pcap"
+    if len(head) == 4 and magic_le == PCAPNG_SHB:
+        return "pcapng"
+    raise CaptureFormatError(
+        path, 0, f"unknown magic 0x{head.hex()}: expected a pcap (a1b2c3d4/a1b23c4d, either "
+        "byte order) or pcapng (0a0d0d0a) file, plain or zstd-compressed"
+    )
+
+
+def _peek_format(src: ByteSource) -> tuple[str, np.ndarray]:
+    """Format of the opened source and the bytes read to tell it (to be read again first)."""
+    head = np.zeros(4, np.uint8)
+    got = src.read_into(head, 0)
+    if got < 4 and src.truncated:
+        raise CaptureFormatError(src.path, got, f"{src.truncated}: no capture header")
+    return _format_of(src.path, head[:got].tobytes()), head[:got]
+
+
 def capture_format(path: str | Path) -> str:
     """'pcap', 'pcapng' (after zstd decompression where needed) or raise CaptureFormatError."""
     with ByteSource(path) as src:
-        head = np.zeros(4, np.uint8)
-        got = src.read_into(head, 0)
-    if got == 0:
-        raise CaptureFormatError(path, 0, "file is empty: expected a pcap or pcapng header")
-    magic_le = int.from_bytes(head.tobytes(), "little")
-    if magic_le in (PCAP_MAGIC_US, PCAP_MAGIC_NS) or int.from_bytes(head.tobytes(), "big") in (
-        PCAP_MAGIC_US, PCAP_MAGIC_NS,
-    ):
-        return "pcap"
-    if magic_le == PCAPNG_SHB:
-        return "pcapng"
-    raise CaptureFormatError(
-        path, 0, f"unknown magic 0x{head.tobytes().hex()}: expected a pcap (a1b2c3d4/a1b23c4d, either "
-        "byte order) or pcapng (0a0d0d0a) file, plain or zstd-compressed"
-    )
+        return _peek_format(src)[0]
 
 
 def open_capture(
@@ -98,18 +111,24 @@ def open_capture(
 ) -> Iterator[PacketChunk]:
     """Yield the packets of a pcap/pcapng file (optionally zstd-compressed) in chunks.
 
-    recycle=N (N >= 2) reuses N sets of per-packet arrays in turn instead of allocating new ones
-    for every chunk: a chunk's arrays then stay valid only until N - 1 further chunks have been
-    read. For consumers that finish with a chunk quickly (the latency matcher); saves the page
-    faults of fresh memory.
+    The file is opened once (a FIFO works: captures piped from tcpdump); its format is checked
+    before this returns. recycle=N (N >= 2) reuses N sets of per-packet arrays in turn instead of
+    allocating new ones for every chunk: a chunk's arrays then stay valid only until N - 1 further
+    chunks have been read. For consumers that finish with a chunk quickly (the latency matcher);
+    saves the page faults of fresh memory.
     """
     if chunk_packets < 1:
         raise ValueError("chunk_packets must be >= 1")
     if recycle == 1 or recycle < 0:
         raise ValueError("recycle must be 0 (off) or >= 2")
-    kind = capture_format(path)
+    src = ByteSource(path)
+    try:
+        kind, head = _peek_format(src)
+    except BaseException:
+        src.close()
+        raise
     reader = _read_pcap if kind == "pcap" else _read_pcapng
-    return reader(Path(path), chunk_packets, buffer_bytes, _ArrayPool(recycle))
+    return reader(Path(path), src, head, chunk_packets, buffer_bytes, _ArrayPool(recycle))
 
 
 class _ArrayPool:
@@ -147,9 +166,10 @@ def _truncated(path: Path, b: _Buffer, what: str, need: int, count: int) -> None
     )
 
 
-def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPool) -> Iterator[PacketChunk]:
-    with ByteSource(path) as src:
-        b = _Buffer(src, buffer_bytes)
+def _read_pcap(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: int, buffer_bytes: int,
+               pool: _ArrayPool) -> Iterator[PacketChunk]:
+    with src:
+        b = _Buffer(src, buffer_bytes, head)
         if not b.ensure(24):
             raise CaptureFormatError(
                 path, 0, f"pcap file header is {b.fill} bytes long: expected 24 bytes"
@@ -165,6 +185,7 @@ def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPo
         b.pos += 24
         max_caplen = max(snaplen, 262144)
         index = 0
+        over = _CaplenOverWire()
         while True:
             avail = b.fill - b.pos
             n_alloc = max(1, min(chunk_packets, avail // 16 + 1))
@@ -175,6 +196,7 @@ def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPo
             start = b.pos
             b.pos = int(pos)
             if n:
+                over.add(cap[:n], wire[:n], foff[:n])
                 yield PacketChunk(
                     ts[:n], cap[:n], wire[:n], off[:n], b.buf, index, str(path), foff[:n],
                     linktype & 0xFFFF, snaplen,
@@ -195,13 +217,45 @@ def _read_pcap(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPo
                         if b.fill - b.pos >= 16:
                             need = 16 + struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
                         _truncated(path, b, "packet record", need, index)
-                    return
+                    break
                 need = 16
                 if b.fill - b.pos >= 16:
                     need = 16 + struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
                 b.refill(need)
             elif n < n_alloc and not b.eof:
                 b.refill()
+        _finish(path, src, index, over)
+
+
+class _CaplenOverWire:
+    """Counts records whose captured length exceeds their original length (impossible on the wire;
+    Wireshark shows them and so do we, with a warning)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first_offset = -1
+        self.first = (0, 0)
+
+    def add(self, cap: np.ndarray, wire: np.ndarray, foff: np.ndarray) -> None:
+        bad = cap > wire
+        if bad.any():
+            if self.count == 0:
+                i = int(np.argmax(bad))
+                self.first_offset, self.first = int(foff[i]), (int(cap[i]), int(wire[i]))
+            self.count += int(np.count_nonzero(bad))
+
+
+def _finish(path: Path, src: ByteSource, index: int, over: _CaplenOverWire) -> None:
+    if over.count:
+        warnings.warn(
+            f"{path}: {over.count} packet records capture more bytes than their original length (the first "
+            f"at byte offset {over.first_offset}: {over.first[0]} captured, {over.first[1]} on the wire); "
+            "the captured bytes are used",
+            CaptureWarning, stacklevel=3,
+        )
+    if src.truncated:
+        warnings.warn(f"{path}: {src.truncated}; using the {index} complete packets before it",
+                      CaptureWarning, stacklevel=3)
 
 
 class _Interfaces:
@@ -223,12 +277,24 @@ def tsresol_conversion(tsresol: int) -> tuple[int, int]:
     """(kind, param) turning pcapng ticks of resolution ``tsresol`` (if_tsresol byte) into ns."""
     exp = tsresol & 0x7F
     if tsresol & 0x80:
+        if exp > 63:
+            raise ValueError(f"if_tsresol 2^-{exp} is finer than a 64-bit timestamp can count (at most 2^-63)")
         return scan.TS_POW2, exp
     if exp <= 9:
         return scan.TS_MUL, 10 ** (9 - exp)
     if exp > 19:
-        raise ValueError(f"if_tsresol 10^-{exp} is beyond 64-bit range")
+        raise ValueError(f"if_tsresol 10^-{exp} is finer than a 64-bit timestamp can count (at most 10^-19)")
     return scan.TS_DIV, 10 ** (exp - 9)
+
+
+def _check_trailer(path: Path, b: _Buffer, e: str, blen: int) -> None:
+    tail = struct.unpack(e + "I", b.buf[b.pos + blen - 4 : b.pos + blen].tobytes())[0]
+    if tail != blen:
+        raise CaptureFormatError(
+            path, b.offset() + blen - 4,
+            f"block total length {tail} at the end of the block does not match the length {blen} at its start "
+            f"(byte offset {b.offset() + 4}): the file is corrupt",
+        )
 
 
 def _parse_idb(path: Path, body: bytes, e: str, offset: int, ifs: _Interfaces) -> None:
@@ -242,6 +308,12 @@ def _parse_idb(path: Path, body: bytes, e: str, offset: int, ifs: _Interfaces) -
         code, length = struct.unpack(e + "HH", body[p : p + 4])
         if code == 0:
             break
+        if p + 4 + length > len(body):
+            raise CaptureFormatError(
+                path, offset + 8 + p,
+                f"interface description block option {code} claims {length} bytes but only {len(body) - p - 4} "
+                "remain in the block: the file is corrupt",
+            )
         value = body[p + 4 : p + 4 + length]
         if code == 9 and length >= 1:
             tsresol = value[0]
@@ -259,9 +331,10 @@ def _parse_idb(path: Path, body: bytes, e: str, offset: int, ifs: _Interfaces) -
     ifs.linktype.append(linktype)
 
 
-def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _ArrayPool) -> Iterator[PacketChunk]:
-    with ByteSource(path) as src:
-        b = _Buffer(src, buffer_bytes)
+def _read_pcapng(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: int, buffer_bytes: int,
+                 pool: _ArrayPool) -> Iterator[PacketChunk]:
+    with src:
+        b = _Buffer(src, buffer_bytes, head)
         ifs = _Interfaces()
         big = False
         e = "<"
@@ -271,6 +344,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
         simple = 0
         last_ts = np.int64(0)
         arrays = ifs.arrays()
+        over = _CaplenOverWire()
         while True:
             if not b.ensure(12):
                 if b.fill > b.pos:
@@ -294,6 +368,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
                 if not b.ensure(blen):
                     _truncated(path, b, "section header block", blen, index)
                     break
+                _check_trailer(path, b, e, blen)
                 seen_shb = True
                 ifs = _Interfaces()
                 arrays = ifs.arrays()
@@ -309,6 +384,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
                 if not b.ensure(blen):
                     _truncated(path, b, "interface description block", blen, index)
                     break
+                _check_trailer(path, b, e, blen)
                 _parse_idb(path, b.buf[b.pos + 8 : b.pos + blen - 4].tobytes(), e, b.offset(), ifs)
                 arrays = ifs.arrays()
                 b.pos += blen
@@ -325,6 +401,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
             skipped += sk
             simple += sp
             if n:
+                over.add(cap[:n], wire[:n], foff[:n])
                 lt = ifs.linktype[0] if ifs.linktype else 1
                 yield PacketChunk(
                     ts[:n], cap[:n], wire[:n], off[:n], b.buf, index, str(path), foff[:n], lt,
@@ -344,6 +421,14 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
                     path, b.offset(), f"packet block refers to an interface that no interface description block "
                     f"defined ({len(ifs.kind)} defined)"
                 )
+            if status == scan.BAD_TRAILER:
+                blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
+                tail = struct.unpack(e + "I", b.buf[b.pos + blen - 4 : b.pos + blen].tobytes())[0]
+                raise CaptureFormatError(
+                    path, b.offset() + blen - 4,
+                    f"block total length {tail} at the end of the block does not match the length {blen} at its "
+                    f"start (byte offset {b.offset() + 4}): the file is corrupt",
+                )
             if status == scan.NEEDS_PYTHON:
                 continue
             if b.pos == start:
@@ -362,6 +447,7 @@ def _read_pcapng(path: Path, chunk_packets: int, buffer_bytes: int, pool: _Array
                 b.refill(blen)
             elif n < n_alloc and not b.eof:
                 b.refill()
+        _finish(path, src, index, over)
         if skipped:
             warnings.warn(f"{path}: skipped {skipped} pcapng blocks that hold no packets (statistics, name "
                           f"resolution, custom or unknown types)", CaptureWarning, stacklevel=2)

@@ -15,6 +15,7 @@ OK = 0  # stopped at the end of the buffer (or of a partial record) or after max
 BAD_LENGTH = 1  # a record/block length is impossible; the offset is where the kernel stopped
 NEEDS_PYTHON = 2  # pcapng: a section header or interface description block is next
 BAD_INTERFACE = 3  # pcapng: a packet names an interface that was not described
+BAD_TRAILER = 4  # pcapng: the block length at the end of a block differs from the one at its start
 
 SHB_TYPE = 0x0A0D0D0A
 IDB_TYPE = 0x00000001
@@ -120,6 +121,8 @@ def scan_pcapng(
             return pos, n, BAD_LENGTH, skipped, simple, last_ts
         if pos + blen > end:
             break
+        if np.int64(_u32(buf, pos + blen - 4, big)) != blen:
+            return pos, n, BAD_TRAILER, skipped, simple, last_ts
         if btype == EPB_TYPE or btype == PB_TYPE:
             if blen < 32:
                 return pos, n, BAD_LENGTH, skipped, simple, last_ts

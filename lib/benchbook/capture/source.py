@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import mmap
+import os
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -13,22 +15,42 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class ByteSource:
-    """Sequential reader into numpy buffers; decompresses zstd transparently (by magic, not name)."""
+    """Sequential reader into numpy buffers; decompresses zstd transparently (by magic, not name).
+
+    Regular files and FIFOs (a capture piped from tcpdump) are read; a directory, device or socket
+    is refused by name (CaptureFileError). The zstd stream is decompressed frame after frame; a
+    stream that ends inside a frame sets ``truncated`` (what ``zstd -t`` calls a premature end) and
+    corrupt compressed data raises CaptureFormatError naming the decompressed byte offset.
+    """
+
+    RAW_READ = 1 << 17
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        check_capture_file(self.path)
         self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
-        head = self._raw.read(4)
-        self._raw.seek(0)
-        self.compressed = head == ZSTD_MAGIC
+        self._prefix = self._raw.read(4)  # no seek: FIFOs cannot go back
+        self.compressed = self._prefix == ZSTD_MAGIC
+        self.truncated: str | None = None
+        self._produced = 0  # decompressed bytes so far
+        self._pending = b""
+        self._pending_pos = 0
+        self._dobj = None
+        self._frame_fed = False
+        self._raw_eof = False
         if self.compressed:
             import zstandard
 
-            self._stream: BinaryIO = zstandard.ZstdDecompressor().stream_reader(
-                self._raw, read_size=1 << 20
-            )
-        else:
-            self._stream = self._raw
+            self._zstd = zstandard
+            self._new_frame()
+
+    def _new_frame(self) -> None:
+        self._dobj = self._zstd.ZstdDecompressor().decompressobj(write_size=1 << 20)
+        self._frame_fed = False
+
+    def head(self) -> bytes:
+        """The first (up to 4) bytes of the file as stored (before decompression)."""
+        return self._prefix
 
     def mapped(self) -> np.ndarray | None:
         """The whole (uncompressed, non-empty, regular) file as a read-only mmap'ed array, else None."""
@@ -65,14 +87,63 @@ class ByteSource:
         view = memoryview(buf)[start:]
         total = 0
         while total < len(view):
-            try:
-                got = self._stream.readinto(view[total:])
-            except Exception as exc:  # zstd frame errors surface here
-                raise OSError(f"{self.path}: cannot read/decompress: {exc}") from exc
+            got = self._read_some(view[total:])
             if not got:
                 break
             total += got
         return total
+
+    def _read_some(self, view: memoryview) -> int:
+        if not self.compressed:
+            if self._prefix:
+                n = min(len(view), len(self._prefix))
+                view[:n] = self._prefix[:n]
+                self._prefix = self._prefix[n:]
+                return n
+            return self._raw.readinto(view) or 0
+        while self._pending_pos >= len(self._pending):
+            if not self._decompress_more():
+                return 0
+        n = min(len(view), len(self._pending) - self._pending_pos)
+        view[:n] = self._pending[self._pending_pos : self._pending_pos + n]
+        self._pending_pos += n
+        return n
+
+    def _decompress_more(self) -> bool:
+        """Decompress the next piece into _pending; False at the end of the stream."""
+        if self._raw_eof:
+            return False
+        if self._prefix:
+            raw, self._prefix = self._prefix + self._raw.read(self.RAW_READ), b""
+        else:
+            raw = self._raw.read(self.RAW_READ)
+        if not raw:
+            self._raw_eof = True
+            if self._frame_fed and not self._dobj.eof:
+                self.truncated = (f"the zstd stream ends inside a frame (premature end) after "
+                                  f"{self._produced} decompressed bytes")
+            return False
+        out = []
+        while raw:
+            try:
+                out.append(self._dobj.decompress(raw))
+            except self._zstd.ZstdError as exc:
+                from benchbook.capture.errors import CaptureFormatError
+
+                raise CaptureFormatError(
+                    self.path, self._produced + sum(map(len, out)),
+                    f"corrupt zstd data (decompressed offset): {exc}",
+                ) from None
+            self._frame_fed = True
+            if self._dobj.eof:
+                raw = self._dobj.unused_data
+                self._new_frame()
+            else:
+                raw = b""
+        self._pending = b"".join(out) if len(out) != 1 else out[0]
+        self._produced += len(self._pending)
+        self._pending_pos = 0
+        return True
 
     def close(self) -> None:
         mm = getattr(self, "_mm", None)
@@ -81,8 +152,6 @@ class ByteSource:
                 mm.close()
             except BufferError:  # chunks still refer to the mapping: it goes when they do
                 pass
-        if self._stream is not self._raw:
-            self._stream.close()
         self._raw.close()
 
     def __enter__(self) -> ByteSource:
@@ -90,6 +159,23 @@ class ByteSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_capture_file(path: Path) -> None:
+    """Refuse what is not a regular file or FIFO (by name: directory, device, socket)."""
+    from benchbook.capture.errors import CaptureFileError
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CaptureFileError(path, "no such file") from None
+    except OSError as exc:
+        raise CaptureFileError(path, f"cannot be read: {exc.strerror}") from None
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+    raise CaptureFileError(path, f"is {kind}: expected a pcap or pcapng capture file (or a FIFO)")
 
 
 def open_output(path: str | Path, level: int = 3) -> BinaryIO:

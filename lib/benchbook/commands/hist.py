@@ -39,7 +39,14 @@ def hist(
 ) -> None:
     """Percentile distribution of latency histograms, HistogramLogProcessor style."""
     if unit not in UNITS:
-        typer.echo(f"benchbook hist: --unit must be one of {', '.join(UNITS)}, not {unit!r}", err=True)
+        typer.echo(f"benchbook hist: error: --unit must be one of {', '.join(UNITS)}, not {unit!r}", err=True)
+        raise typer.Exit(2)
+    if not 1 <= ticks_per_half <= 1000:
+        typer.echo(f"benchbook hist: error: --ticks-per-half {ticks_per_half}: expected 1..1000", err=True)
+        raise typer.Exit(2)
+    if math.isnan(start) or math.isnan(end) or start > end:
+        typer.echo(f"benchbook hist: error: --start {start} --end {end}: expected numbers with start <= end",
+                   err=True)
         raise typer.Exit(2)
     try:
         from benchbook.tools.moongen_histogram import read_moongen_histogram

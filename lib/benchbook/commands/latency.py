@@ -25,40 +25,76 @@ def latency(
     window: int = typer.Option(1 << 18, "--window", help="matching window in pre packets (power of two)"),
     no_html: bool = typer.Option(False, "--no-html", help="skip hdr.html"),
 ) -> None:
-    """Match PRE and POST; write latencies.parquet, latency.hlog, hdr.html and summary.json to DIR."""
+    """Match PRE and POST; write latencies.parquet, latency.hlog, hdr.html and summary.json to DIR.
+
+    DIR is replaced as a whole only when the analysis succeeds (a failed run leaves it as it was).
+    Exit status: 0 ok, 1 a capture problem or no matched packets, 2 a usage error."""
     _hide_scipy_from_numba()
-    if (id_offset is None) == (not content_key):
-        raise typer.BadParameter("give exactly one of --id-offset N or --content-key")
+    problem = _check_options(id_offset, id_width, content_key, max_latency_ms, window, out)
+    if problem:
+        typer.echo(f"benchbook latency: error: {problem}", err=True)
+        raise typer.Exit(2)
     from benchbook.analysis.latency import ContentKey, IdKey
     from benchbook.analysis.latency_report import analyze_captures, format_summary
     from benchbook.capture import CaptureFormatError
+    from benchbook.capture.errors import CaptureFileError
+    from benchbook.capture.source import check_capture_file
 
     try:
         key = ContentKey() if content_key else IdKey(id_offset, id_width, "big" if id_big_endian else "little")
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        typer.echo(f"benchbook latency: error: {exc}", err=True)
+        raise typer.Exit(2) from None
     for p in (pre, post):
-        if not p.is_file():
-            typer.echo(f"error: {p}: no such file", err=True)
-            raise typer.Exit(2)
+        try:
+            check_capture_file(p)
+        except CaptureFileError as exc:
+            typer.echo(f"benchbook latency: error: {exc}", err=True)
+            raise typer.Exit(2) from None
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # every warning is kept in summary.json and printed below
         try:
             summary = analyze_captures(
-                pre, post, out, key, max_latency_ns=int(max_latency_ms * 1e6), window_packets=window,
+                pre, post, out, key, max_latency_ns=round(max_latency_ms * 1e6), window_packets=window,
                 html=not no_html,
             )
         except CaptureFormatError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"benchbook latency: error: {exc} ({out} left unchanged)", err=True)
             raise typer.Exit(1) from None
-    for w in caught:
-        typer.echo(f"warning: {w.message}", err=True)
+    for w in summary["details"]["warnings"]:
+        typer.echo(f"warning: {w}", err=True)
     typer.echo(format_summary(summary))
     typer.echo(f"wrote {out}/: latencies.parquet latency.hlog summary.json" + ("" if no_html else " hdr.html"))
     if summary["matched"] == 0:
         raise typer.Exit(1)
+
+
+MAX_LATENCY_MS_LIMIT = 1e9  # about 11.6 days: far beyond any DuT, well inside int64 nanoseconds
+
+
+def _check_options(id_offset: int | None, id_width: int, content_key: bool, max_latency_ms: float, window: int,
+                   out: Path) -> str | None:
+    """What is wrong with the options (one line), or None."""
+    import math
+
+    if (id_offset is None) == (not content_key):
+        return "give exactly one of --id-offset N or --content-key"
+    if id_offset is not None and id_offset < 0:
+        return f"--id-offset {id_offset}: expected a frame offset >= 0"
+    if not 1 <= id_width <= 8:
+        return f"--id-width {id_width}: expected 1..8 bytes"
+    if not math.isfinite(max_latency_ms) or max_latency_ms <= 0 or max_latency_ms > MAX_LATENCY_MS_LIMIT:
+        return (f"--max-latency-ms {max_latency_ms}: expected a number > 0 and at most {MAX_LATENCY_MS_LIMIT:.0f} "
+                "(ms)")
+    if round(max_latency_ms * 1e6) < 2:
+        return f"--max-latency-ms {max_latency_ms}: below 2 ns, no latency could be kept"
+    if window < 2 or window & (window - 1):
+        return f"--window {window}: expected a power of two >= 2 (e.g. {1 << max(1, window.bit_length())})"
+    if out.exists() and not out.is_dir():
+        return f"-o {out}: exists and is not a directory"
+    return None
 
 
 def _hide_scipy_from_numba() -> None:

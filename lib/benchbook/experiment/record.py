@@ -90,6 +90,12 @@ def read_record(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunRecordError(f"{path}: no run record (expected a run.json written by benchbook)") from None
+    except IsADirectoryError:
+        raise RunRecordError(f"{path}: is a directory, expected a run.json file written by benchbook") from None
+    except UnicodeDecodeError as exc:
+        raise RunRecordError(f"{path}: byte {exc.start}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise RunRecordError(f"{path}: cannot be read: {exc.strerror}") from None
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -31,8 +31,27 @@ _NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 _COUNT_RE = re.compile(r"^\+?\d+(?:\.0*)?$")
 
 
+INT64_MAX = 2**63 - 1
+
+
 class MoonGenFormatError(BenchbookError, ValueError):
     """A MoonGen file that is not in the format MoonGen writes (message names file and position)."""
+
+
+def check_total(counts: np.ndarray | list[int], source: str) -> None:
+    """Refuse counts whose sum does not fit a signed 64-bit integer (what every histogram here
+    counts in): such a file would otherwise wrap around to a wrong or negative total."""
+    if isinstance(counts, np.ndarray):
+        if counts.size == 0 or int(counts.max()) <= INT64_MAX // max(1, counts.size):
+            return
+        total = sum(int(c) for c in counts.tolist())
+    else:
+        total = sum(counts)
+    if total > INT64_MAX:
+        raise MoonGenFormatError(
+            f"{source}: the counts add up to {total}, beyond the largest total a histogram can hold "
+            f"({INT64_MAX}, the signed 64-bit limit)"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,11 @@ class MoonGenHistogram:
         return MoonGenHistogram(vals, cnt, d, source)
 
     def merge(self, other: MoonGenHistogram) -> MoonGenHistogram:
+        if self.count + other.count > INT64_MAX:
+            raise MoonGenFormatError(
+                f"{self.source}+{other.source}: merged counts add up to {self.count + other.count}, beyond the "
+                f"largest total a histogram can hold ({INT64_MAX}, the signed 64-bit limit)"
+            )
         d = max(self.decimals, other.decimals)
         a = self.values_scaled * 10 ** (d - self.decimals)
         b = other.values_scaled * 10 ** (d - other.decimals)
@@ -131,6 +155,11 @@ def _read_lines(data: bytes, source: str) -> MoonGenHistogram:
             v, c = line.decode("ascii").split(",")
             texts.append(v.strip())
             counts.append(int(Decimal(c.strip())))
+            if counts[-1] > INT64_MAX:
+                raise MoonGenFormatError(
+                    f"{source}: line {lineno} (byte offset {line_offset}): count {counts[-1]} is beyond the "
+                    f"signed 64-bit limit {INT64_MAX}"
+                )
             continue
         where = f"{source}: line {lineno} (byte offset {line_offset})"
         if is_last_unterminated:
@@ -140,10 +169,14 @@ def _read_lines(data: bytes, source: str) -> MoonGenHistogram:
             f"{where}: {problem}; expected 'value,count' as MoonGen's hist:save() writes "
             f"(e.g. '1286.4,17'), got {line[:80]!r}"
         )
+    check_total(counts, source)
     try:
         vals, cnt, d = scale_decimal_texts(texts, counts, source)
     except ValueError as exc:
-        raise MoonGenFormatError(str(exc)) from None
+        raise MoonGenFormatError(
+            f"{exc} (a value times 10**decimals must stay below {INT64_MAX + 1} = 2**63, with at most 12 decimal "
+            "places)"
+        ) from None
     return MoonGenHistogram(vals, cnt, d, source, tuple(warnings))
 
 
@@ -170,6 +203,7 @@ def _read_fast(data: bytes, source: str) -> MoonGenHistogram | None:
     ip = np.array([m[0] for m in matches])
     fp = np.array([m[1] for m in matches])
     cnt = np.array([m[2] for m in matches]).astype(np.int64)
+    check_total(cnt, source)
     d = int(np.char.str_len(fp).max()) if fp.size else 0
     ints = ip.astype(np.uint64)
     if d:
@@ -191,6 +225,7 @@ def _read_compiled(data: bytes, source: str) -> MoonGenHistogram | None:
     ip, fv, fl, cnt, bad = scan_histogram(np.frombuffer(data, dtype=np.uint8))
     if bad >= 0:
         return None
+    check_total(cnt, source)
     d = int(fl.max()) if fl.size else 0
     if d and ip.size and int(ip.max()) >= (2**63 - 1) // 10**d:
         return None
