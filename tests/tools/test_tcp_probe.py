@@ -27,3 +27,32 @@ def test_malformed_record_names_the_line() -> None:
     bad = "  iperf3  1 [000]  1.000001: tcp:tcp_probe: family=AF_INET src=1.2.3.4:5 dest=1.2.3.4:6 snd_cwnd=x"
     with pytest.raises(tcp_probe.TcpProbeError, match="line 2"):
         tcp_probe.parse_script("\n" + bad, source="p.txt")
+
+
+@pytest.mark.root
+def test_live_recording_sees_a_transfer_and_leaves_no_tracefs_mount(tmp_path: Path) -> None:
+    from conftest import require_program, require_root
+
+    require_root()
+    require_program("perf")
+    require_program("iperf3")
+    from benchbook.testbed.local import LocalBackend
+    from benchbook.testbed.topology import Topology
+
+    mounted_before = tcp_probe._tracefs_mounted()
+    with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:
+        host = tb.host("t")
+        ok, why = tcp_probe.probe_available(host)
+        if not ok:
+            pytest.skip(f"tcp:tcp_probe not available: {why}")
+        srv = host.start(["iperf3", "-s", "-p", "5297", "--forceflush", "-1"])
+        assert srv.wait_for("Server listening", timeout_s=10)
+        rec = tcp_probe.Recording(host, tmp_path / "probe.data", port=5297).start()
+        import time
+
+        time.sleep(1.0)
+        host.run(["iperf3", "-c", "127.0.0.1", "-p", "5297", "-t", "1", "-b", "50M"], timeout_s=30)
+        samples = rec.stop()
+    assert samples and all(5297 in (s.sport, s.dport) for s in samples)
+    assert max(s.cwnd for s in samples) >= 10
+    assert tcp_probe._tracefs_mounted() == mounted_before

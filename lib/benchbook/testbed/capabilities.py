@@ -71,6 +71,41 @@ def probe_netem() -> Capability:
     return Capability("netem", cap.status, cap.detail)
 
 
+def probe_tracepoint(event: str) -> Capability:
+    """Does perf know the tracepoint (e.g. tcp:tcp_probe)? Run in a private mount namespace, so the
+    tracefs perf mounts on first use vanishes with the probe."""
+    name = f"tracepoint:{event}"
+    if shutil.which("perf") is None or shutil.which("unshare") is None:
+        return Capability(name, UNKNOWN, "perf or unshare not installed")
+    if os.geteuid() != 0:
+        return Capability(name, UNKNOWN, "probe needs root (tracefs)")
+    try:
+        out = _run(["unshare", "--mount", "--propagation", "private", "perf", "list", event])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Capability(name, UNKNOWN, f"{type(exc).__name__}: {exc}")
+    if event in out.stdout:
+        return Capability(name, PRESENT, "perf list shows it")
+    return Capability(name, MISSING, (out.stderr or out.stdout).strip()[-300:] or "perf list does not show it")
+
+
+def probe_nft_random_drop() -> Capability:
+    """Can nftables drop at random (``numgen random``)? Tried in a throw-away network namespace."""
+    name = "nft:numgen-random-drop"
+    if shutil.which("nft") is None or shutil.which("unshare") is None:
+        return Capability(name, MISSING, "nft or unshare not installed")
+    if os.geteuid() != 0:
+        return Capability(name, UNKNOWN, "probe needs root (nft in a private network namespace)")
+    cmd = ["unshare", "--net", "nft", "add table inet bbprobe ; add chain inet bbprobe c "
+           "{ type filter hook forward priority 0 ; } ; add rule inet bbprobe c numgen random mod 1000 < 1 drop"]
+    try:
+        out = _run(cmd)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Capability(name, UNKNOWN, f"{type(exc).__name__}: {exc}")
+    if out.returncode == 0:
+        return Capability(name, PRESENT, "numgen random drop rule accepted in a private netns")
+    return Capability(name, MISSING, (out.stderr or out.stdout).strip()[-300:] or f"exit {out.returncode}")
+
+
 def cgroup_hierarchies() -> dict[str, str]:
     """{controller: "v1" | "v2" | "unavailable"} from /proc/cgroups and the cgroup2 mount."""
     result: dict[str, str] = {}

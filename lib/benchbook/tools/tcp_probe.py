@@ -2,8 +2,9 @@
 
 ``record_argv`` records the tracepoint system-wide (``perf record -e tcp:tcp_probe -a``, the only
 way it works here: per-task recording misses softirq ACK processing); ``script_argv`` turns the
-file into text and ``parse_script`` reads that text. perf mounts tracefs on first use;
-``Recording`` unmounts it again when it was not mounted before. The kernel prints srtt in
+file into text and ``parse_script`` reads that text. perf mounts tracefs on first use, so both run
+in a private mount namespace (``unshare --mount``) where that mount vanishes with perf;
+``Recording`` also unmounts tracefs if it appears on the host during the recording. The kernel prints srtt in
 microseconds (srtt_us >> 3) and snd_cwnd in segments.
 """
 
@@ -30,12 +31,15 @@ class TcpProbeError(BenchbookError, ValueError):
     """perf script output that is not tcp_probe records; the message names the line."""
 
 
+PRIVATE_MOUNTS = ["unshare", "--mount", "--propagation", "private"]
+
+
 def record_argv(out_path: Path | str) -> list[str]:
-    return ["perf", "record", "-q", "-e", EVENT, "-a", "-o", str(out_path)]
+    return [*PRIVATE_MOUNTS, "perf", "record", "-q", "-e", EVENT, "-a", "-o", str(out_path)]
 
 
 def script_argv(data_path: Path | str) -> list[str]:
-    return ["perf", "script", "-i", str(data_path)]
+    return [*PRIVATE_MOUNTS, "perf", "script", "-i", str(data_path)]
 
 
 def _endpoint(text: str) -> tuple[str, int]:
@@ -92,7 +96,7 @@ def parse_script(text: str, source: str = "perf script", port: int | None = None
 
 def probe_available(host: Host) -> tuple[bool, str]:
     """Does perf know the tracepoint here? (``perf list`` lists it; needs root for tracefs.)"""
-    r = host.run(["perf", "list", EVENT], check=False, what="perf list tcp:tcp_probe")
+    r = host.run([*PRIVATE_MOUNTS, "perf", "list", EVENT], check=False, what="perf list tcp:tcp_probe")
     if r.exit_code == 0 and EVENT in r.stdout:
         return True, "perf list shows tcp:tcp_probe"
     return False, (r.stderr.strip() or r.stdout.strip() or f"perf list exit {r.exit_code}")[-300:]
