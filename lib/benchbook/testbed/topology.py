@@ -90,4 +90,20 @@ def loadgen_dut_timestamper() -> Topology:
     )
 
 
-BUILTIN = {"loadgen-dut-timestamper": loadgen_dut_timestamper}
+def dumbbell(n_senders: int = 2) -> Topology:
+    """Senders -> bottleneck router -> receiver (the link emulation is benchbook.testbed.dumbbell's).
+
+    s<i>:s<i>e (198.18.<i>.1/24) ── rtr:r<i> (198.18.<i>.254/24), for i = 1..n_senders
+    rtr:rb (198.19.0.254/24) ── rcv:rcv0 (198.19.0.1/24); the bottleneck is rtr:rb's egress
+    """
+    if not 1 <= n_senders <= 8:
+        raise ValueError(f"dumbbell: 1..8 senders, got {n_senders}")
+    links = [Link(Endpoint(f"s{i}", f"s{i}e", address=f"198.18.{i}.1/24"),
+                  Endpoint("rtr", f"r{i}", address=f"198.18.{i}.254/24")) for i in range(1, n_senders + 1)]
+    links.append(Link(Endpoint("rtr", "rb", address="198.19.0.254/24"),
+                      Endpoint("rcv", "rcv0", address="198.19.0.1/24")))
+    return Topology(name="dumbbell", roles=[f"s{i}" for i in range(1, n_senders + 1)] + ["rtr", "rcv"], links=links,
+                    description="senders -> bottleneck router -> receiver; bottleneck on the router's egress rb")
+
+
+BUILTIN = {"loadgen-dut-timestamper": loadgen_dut_timestamper, "dumbbell": dumbbell}

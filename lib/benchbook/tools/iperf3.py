@@ -142,12 +142,12 @@ def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
 
 def flow_series(report: Iperf3Report, label: str | None = None) -> FlowSeries:
     """One flow per stream (named ``<label or cca>#<socket>``) with each interval's bits per second; the
-    interval grid is the report's nominal interval (the median interval length, to the microsecond)."""
+    interval grid is the report's nominal interval (the median interval length, to 0.1 ms)."""
     rows = [r for r in report.intervals if not r["omitted"]]
     if not rows:
         raise Iperf3Error(f"{report.source}: no intervals (run with -i)")
     lengths = sorted(r["end_s"] - r["start_s"] for r in rows)
-    interval_ns = int(round(lengths[len(lengths) // 2] * 1e6)) * 1000
+    interval_ns = int(round(lengths[len(lengths) // 2] * 1e4)) * 100_000
     if interval_ns <= 0:
         raise Iperf3Error(f"{report.source}: intervals of zero length")
     name = label or report.cca_sender or "iperf3"

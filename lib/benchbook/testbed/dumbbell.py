@@ -1,0 +1,236 @@
+"""The dumbbell: sender namespaces -> bottleneck router -> receiver namespace, with link emulation.
+
+    s1:s1e ─┐                      198.18.<i>.1/24 on sender i, 198.18.<i>.254 on the router
+    s2:s2e ─┼─ rtr ── rtr:rb ── rcv:rcv0      198.19.0.254/24 router, 198.19.0.1/24 receiver
+    ...    ─┘        (bottleneck: egress of rtr:rb)
+
+The bottleneck is the router's egress towards the receiver: htb (or tbf) at ``rate_bps`` with a pfifo
+of ``buffer_packets``. Every host interface has ``gso_max_segs 1`` so that the FIFO counts MTU-sized
+packets, not GSO super-packets. Each flow is one iperf3 client in its own sender namespace with its
+congestion control set explicitly (``iperf3 -C``; the run checks the CCA iperf3 reports). Loss is
+an nftables ``numgen random`` drop in the router's forward chain. Extra per-flow delay (base RTT
+differences for RTT fairness), link delay and jitter need netem; without it they are not runnable
+here (`NotRunnable`, recorded, never faked). Everything lives in namespaces named with the run
+token (`benchbook.testbed.local`), removed on success, failure, Ctrl-C and SIGTERM.
+
+Root chooses any available congestion control per socket (CAP_NET_ADMIN), so the host-wide
+``net.ipv4.tcp_allowed_congestion_control`` is not changed; the run record keeps its value before
+and after.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbook.testbed.capabilities import (
+    Capability,
+    NotRunnable,
+    congestion_controls,
+    probe_congestion_control,
+    probe_netem,
+    probe_nft_random_drop,
+    probe_program,
+    probe_qdisc,
+    probe_tracepoint,
+)
+from benchbook.testbed.local import LocalBackend, LocalTestbed
+from benchbook.testbed.topology import Topology, dumbbell
+from benchbook.tools import iperf3, tc
+from benchbook.tools.host import CommandLog
+
+BASE_PORT = 5201
+RCV_ADDR = "198.19.0.1"
+ALLOWED_CCA = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One TCP flow: its congestion control and the delay added to its path (ms, needs netem)."""
+
+    cca: str
+    extra_delay_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """The bottleneck: rate, FIFO size in packets, shaper; delay/jitter (netem) and random loss (nft)."""
+
+    rate_bps: int = 100_000_000
+    buffer_packets: int = 1000
+    shaper: str = "htb"            # "htb" | "tbf"
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0              # fraction of forwarded packets dropped at random
+
+    def __post_init__(self) -> None:
+        if self.shaper not in ("htb", "tbf"):
+            raise ValueError(f"shaper must be htb or tbf, got {self.shaper!r}")
+        if not 0.0 <= self.loss < 1.0:
+            raise ValueError(f"loss must be a fraction in [0, 1), got {self.loss}")
+
+
+def dumbbell_topology(n_senders: int) -> Topology:
+    return dumbbell(n_senders)
+
+
+def requirements(link: LinkSpec, flows: list[FlowSpec], tracepoint: bool = False) -> list[Capability]:
+    """Every capability the experiment needs, probed on this host."""
+    caps = [probe_program("iperf3"), probe_program("tc"), probe_program("ip")]
+    caps.append(probe_qdisc("htb") if link.shaper == "htb" else
+                probe_qdisc("tbf", ["rate", "1mbit", "burst", "32kbit", "latency", "400ms"]))
+    caps.append(probe_qdisc("pfifo", ["limit", "10"]))
+    caps += [probe_congestion_control(c) for c in sorted({f.cca for f in flows})]
+    if link.delay_ms or link.jitter_ms or any(f.extra_delay_ms for f in flows):
+        caps.append(probe_netem())
+    if link.loss:
+        caps.append(probe_nft_random_drop())
+    if tracepoint:
+        caps.append(probe_tracepoint("tcp:tcp_probe"))
+    return caps
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+@dataclass
+class FlowResult:
+    index: int
+    cca: str
+    cca_reported: str | None
+    extra_delay_ms: float
+    report: iperf3.Iperf3Report
+
+    @property
+    def receiver_bps(self) -> float | None:
+        rcv = [s.bytes_received for s in self.report.streams]
+        secs = [s.seconds for s in self.report.streams]
+        if not rcv or any(b is None for b in rcv) or not secs or max(secs) <= 0:
+            return None
+        return sum(b for b in rcv if b is not None) * 8 / max(secs)
+
+    @property
+    def mean_rtt_ms(self) -> float | None:
+        vals = [r["rtt_us"] for r in self.report.intervals if r.get("rtt_us")]
+        return sum(vals) / len(vals) / 1000.0 if vals else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flow": self.index, "cca": self.cca, "cca_reported": self.cca_reported,
+                "extra_delay_ms": self.extra_delay_ms, "receiver_bps": self.receiver_bps,
+                "mean_rtt_ms": self.mean_rtt_ms, "retransmits": self.report.total_retransmits(),
+                "sender_bps": sum(s.sender_bps for s in self.report.streams)}
+
+
+@dataclass
+class Dumbbell:
+    """A dumbbell brought up on this host (context manager); ``run_flows`` runs one measurement."""
+
+    link: LinkSpec
+    flows: list[FlowSpec]
+    log: CommandLog = field(default_factory=CommandLog)
+    token: str | None = None
+    tb: LocalTestbed | None = None
+    capabilities: list[Capability] = field(default_factory=list)
+    allowed_cca_before: str | None = None
+
+    def __enter__(self) -> Dumbbell:
+        self.capabilities = requirements(self.link, self.flows)
+        missing = [c for c in self.capabilities if not c.ok]
+        if missing:
+            raise NotRunnable("dumbbell: " + "; ".join(f"{c.capability} {c.status}: {c.detail}" for c in missing))
+        self.allowed_cca_before = _read(ALLOWED_CCA)
+        self.tb = LocalBackend(log=self.log).topology(dumbbell_topology(len(self.flows)), token=self.token)
+        self.tb.__enter__()
+        try:
+            self._configure()
+        except BaseException:
+            self.tb.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tb is not None:
+            self.tb.__exit__(*exc)
+
+    def ifname(self, short: str) -> str:
+        assert self.tb is not None
+        return self.tb.ifname(short)
+
+    def _configure(self) -> None:
+        tb = self.tb
+        assert tb is not None
+        rtr = tb.host("rtr")
+        rtr.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+        for i, flow in enumerate(self.flows, 1):
+            s = tb.host(f"s{i}")
+            s.run(["ip", "route", "add", "default", "via", f"198.18.{i}.254"])
+            s.run(["ip", "link", "set", "dev", self.ifname(f"s{i}e"), "gso_max_segs", "1"])
+            rtr.run(["ip", "link", "set", "dev", self.ifname(f"r{i}"), "gso_max_segs", "1"])
+            delay = self.link.delay_ms + flow.extra_delay_ms
+            if delay or self.link.jitter_ms:
+                netem = ["tc", "qdisc", "replace", "dev", self.ifname(f"s{i}e"), "root", "netem", "delay",
+                         f"{delay:g}ms", *([f"{self.link.jitter_ms:g}ms"] if self.link.jitter_ms else []),
+                         "limit", "100000"]
+                s.run(netem)
+        rcv = tb.host("rcv")
+        rcv.run(["ip", "route", "add", "198.18.0.0/16", "via", "198.19.0.254"])
+        rcv.run(["ip", "link", "set", "dev", self.ifname("rcv0"), "gso_max_segs", "1"])
+        dev = self.ifname("rb")
+        rtr.run(["ip", "link", "set", "dev", dev, "gso_max_segs", "1"])
+        if self.link.shaper == "htb":
+            for argv in tc.htb_bottleneck(dev, self.link.rate_bps, self.link.buffer_packets):
+                rtr.run(argv)
+        else:
+            rtr.run(tc.tbf(dev, self.link.rate_bps, limit_bytes=self.link.buffer_packets * 1514, handle="1:"))
+            rtr.run(tc.pfifo(dev, self.link.buffer_packets, parent="1:1", handle="10:"))
+        if self.link.loss:
+            thresh = int(round(self.link.loss * 1_000_000))
+            rtr.run(["nft", f"add table inet bb ; add chain inet bb fwd {{ type filter hook forward priority 0 ; }} ; "
+                            f"add rule inet bb fwd numgen random mod 1000000 < {thresh} drop"])
+
+    def run_flows(self, duration_s: int, interval_s: float = 0.3, start_gap_s: float = 0.0) -> dict[str, Any]:
+        """Start one server per flow on the receiver, then every client (``start_gap_s`` apart); wait for
+        all; returns per-flow results, bottleneck qdisc statistics and the settings the run depended on."""
+        tb = self.tb
+        assert tb is not None
+        rcv = tb.host("rcv")
+        for i in range(1, len(self.flows) + 1):
+            iperf3.start_server(rcv, BASE_PORT + i)
+        clients = []
+        t0 = time.time()
+        for i, flow in enumerate(self.flows, 1):
+            argv = iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=flow.cca,
+                                      interval_s=interval_s)
+            clients.append(iperf3.start_client(tb.host(f"s{i}"), argv, what=f"iperf3 flow {i} ({flow.cca})"))
+            if start_gap_s:
+                time.sleep(start_gap_s)
+        results = []
+        for i, (flow, cl) in enumerate(zip(self.flows, clients, strict=True), 1):
+            rep = cl.wait(timeout_s=duration_s + 60 + start_gap_s * len(self.flows))
+            if rep.cca_sender != flow.cca:
+                raise NotRunnable(f"flow {i}: asked for {flow.cca}, iperf3 reports {rep.cca_sender}")
+            results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep))
+        stats = tc.qdisc_stats(tb.host("rtr"), self.ifname("rb"))
+        return {"flows": results, "qdisc": [q.as_dict() for q in stats], "started_unix_s": t0,
+                "record": self.record()}
+
+    def record(self) -> dict[str, Any]:
+        """What the run record keeps about the emulation."""
+        avail, default = congestion_controls()
+        return {"topology": self.tb.describe() if self.tb else None, "link": asdict(self.link),
+                "flows": [asdict(f) for f in self.flows],
+                "capabilities": [c.as_dict() for c in self.capabilities],
+                "congestion_control": {"available": avail, "host_default": default,
+                                       "allowed_before": self.allowed_cca_before, "allowed_after": _read(ALLOWED_CCA),
+                                       "how": "iperf3 -C per flow, as root (CAP_NET_ADMIN); the allowed list is "
+                                              "not changed"},
+                "offloads": "gso_max_segs 1 on every interface (the FIFO counts MTU-sized packets)"}
+
+
+__all__ = ["Dumbbell", "FlowResult", "FlowSpec", "LinkSpec", "dumbbell_topology", "requirements"]

@@ -1,0 +1,79 @@
+"""The dumbbell link emulation: topology, capability gating, a real two-flow run as root, cleanup."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from benchbook.testbed.capabilities import NotRunnable, probe_netem
+from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec, requirements
+from benchbook.testbed.topology import BUILTIN
+from conftest import require_program, require_root
+
+
+def test_topology_shape() -> None:
+    topo = BUILTIN["dumbbell"](3)
+    assert topo.roles == ["s1", "s2", "s3", "rtr", "rcv"]
+    assert topo.endpoint("rb").address == "198.19.0.254/24"
+    assert topo.endpoint("s2e").address == "198.18.2.1/24"
+    with pytest.raises(ValueError, match="1..8"):
+        BUILTIN["dumbbell"](0)
+    with pytest.raises(ValueError, match="shaper"):
+        LinkSpec(shaper="cake")
+
+
+def test_requirements_name_what_is_needed() -> None:
+    caps = {c.capability for c in requirements(LinkSpec(loss=0.01), [FlowSpec("cubic"), FlowSpec("bbr", 20.0)],
+                                                tracepoint=True)}
+    assert {"qdisc:htb", "qdisc:pfifo", "tcp-cc:cubic", "tcp-cc:bbr", "netem", "nft:numgen-random-drop",
+            "tracepoint:tcp:tcp_probe", "iperf3"} <= caps
+    assert "netem" not in {c.capability for c in requirements(LinkSpec(), [FlowSpec("reno")])}
+
+
+def _leftovers(token: str) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    return [line for line in out.splitlines() if f"bb-{token}-" in line]
+
+
+@pytest.mark.root
+def test_delay_without_netem_is_not_runnable_and_leaves_nothing() -> None:
+    require_root()
+    if probe_netem().ok:
+        pytest.skip("this kernel has netem: per-flow delay is runnable")
+    with pytest.raises(NotRunnable, match="netem"):
+        with Dumbbell(LinkSpec(), [FlowSpec("reno"), FlowSpec("reno", extra_delay_ms=50)], token="d0d0d0"):
+            pass
+    assert _leftovers("d0d0d0") == []
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_two_flows_through_the_bottleneck() -> None:
+    require_root()
+    require_program("iperf3")
+    token = "d1d1d1"
+    with Dumbbell(LinkSpec(rate_bps=20_000_000, buffer_packets=100), [FlowSpec("reno"), FlowSpec("cubic")],
+                  token=token) as db:
+        assert len(_leftovers(token)) == 4
+        res = db.run_flows(3, interval_s=0.5)
+    assert _leftovers(token) == []
+    flows = [f.as_dict() for f in res["flows"]]
+    assert [f["cca_reported"] for f in flows] == ["reno", "cubic"]
+    # no flow gets through faster than the bottleneck (the flows' 3 s windows do not coincide exactly, so
+    # their sum may exceed it)
+    assert all(0 < f["receiver_bps"] <= 20_000_000 for f in flows)
+    fifo = next(q for q in res["qdisc"] if q["kind"] == "pfifo")
+    assert fifo["options"]["limit"] == 100 and fifo["packets"] > 1000
+    cc = res["record"]["congestion_control"]
+    assert cc["allowed_before"] == cc["allowed_after"]
+
+
+@pytest.mark.root
+def test_ctrl_c_inside_leaves_nothing() -> None:
+    require_root()
+    token = "d2d2d2"
+    with pytest.raises(KeyboardInterrupt):
+        with Dumbbell(LinkSpec(), [FlowSpec("reno")], token=token):
+            raise KeyboardInterrupt
+    assert _leftovers(token) == []
