@@ -113,6 +113,7 @@ _BARE_PAGE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="icon" href="data:,">
 <title>{{ bb.title }}</title>
 <link rel="stylesheet" href="{{ bb.assets }}/site.css">
 </head>
@@ -133,6 +134,7 @@ _INDEX = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="icon" href="data:,">
 <title>benchbook: published runs</title>
 <link rel="stylesheet" href="assets/site.css">
 </head>
