@@ -77,3 +77,15 @@ def test_ctrl_c_inside_leaves_nothing() -> None:
         with Dumbbell(LinkSpec(), [FlowSpec("reno")], token=token):
             raise KeyboardInterrupt
     assert _leftovers(token) == []
+
+
+def test_dry_run_lists_every_command_without_running() -> None:
+    lines = Dumbbell(LinkSpec(rate_bps=100_000_000, buffer_packets=1000, loss=0.001),
+                     [FlowSpec("cubic"), FlowSpec("bbr")]).dry_run(30)
+    text = "\n".join(lines)
+    assert "[rtr] tc class replace dev bb-000000-rb parent 1: classid 1:10 htb rate 100000000bit" in text
+    assert "[rtr] tc qdisc replace dev bb-000000-rb parent 1:10 handle 10: pfifo limit 1000" in text
+    assert "[s1] iperf3 -c 198.19.0.1 -p 5202 -t 30 -i 0.3 -C cubic -J" in text
+    assert "[s2] iperf3 -c 198.19.0.1 -p 5203 -t 30 -i 0.3 -C bbr -J" in text
+    assert "numgen random mod 1000000 < 1000 drop" in text
+    assert _leftovers("000000") == []

@@ -162,37 +162,57 @@ class Dumbbell:
         assert self.tb is not None
         return self.tb.ifname(short)
 
+    def configure_commands(self, ifname: Any = None) -> list[tuple[str, list[str]]]:
+        """(role, argv) that set up routing, offloads, delay, the bottleneck and loss, in order."""
+        name = ifname or self.ifname
+        cmds: list[tuple[str, list[str]]] = [("rtr", ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])]
+        for i, flow in enumerate(self.flows, 1):
+            cmds.append((f"s{i}", ["ip", "route", "add", "default", "via", f"198.18.{i}.254"]))
+            cmds.append((f"s{i}", ["ip", "link", "set", "dev", name(f"s{i}e"), "gso_max_segs", "1"]))
+            cmds.append(("rtr", ["ip", "link", "set", "dev", name(f"r{i}"), "gso_max_segs", "1"]))
+            delay = self.link.delay_ms + flow.extra_delay_ms
+            if delay or self.link.jitter_ms:
+                cmds.append((f"s{i}", ["tc", "qdisc", "replace", "dev", name(f"s{i}e"), "root", "netem", "delay",
+                                       f"{delay:g}ms", *([f"{self.link.jitter_ms:g}ms"] if self.link.jitter_ms else []),
+                                       "limit", "100000"]))
+        cmds.append(("rcv", ["ip", "route", "add", "198.18.0.0/16", "via", "198.19.0.254"]))
+        cmds.append(("rcv", ["ip", "link", "set", "dev", name("rcv0"), "gso_max_segs", "1"]))
+        dev = name("rb")
+        cmds.append(("rtr", ["ip", "link", "set", "dev", dev, "gso_max_segs", "1"]))
+        if self.link.shaper == "htb":
+            cmds += [("rtr", argv) for argv in tc.htb_bottleneck(dev, self.link.rate_bps, self.link.buffer_packets)]
+        else:
+            cmds.append(("rtr", tc.tbf(dev, self.link.rate_bps, limit_bytes=self.link.buffer_packets * 1514,
+                                       handle="1:")))
+            cmds.append(("rtr", tc.pfifo(dev, self.link.buffer_packets, parent="1:1", handle="10:")))
+        if self.link.loss:
+            thresh = int(round(self.link.loss * 1_000_000))
+            cmds.append(("rtr", ["nft", f"add table inet bb ; add chain inet bb fwd {{ type filter hook forward "
+                                        f"priority 0 ; }} ; add rule inet bb fwd numgen random mod 1000000 < {thresh} "
+                                        "drop"]))
+        return cmds
+
+    def flow_commands(self, duration_s: int, interval_s: float = 0.3) -> list[tuple[str, list[str]]]:
+        """(role, argv) of the iperf3 servers and clients of one run."""
+        cmds = [("rcv", iperf3.server_argv(BASE_PORT + i)) for i in range(1, len(self.flows) + 1)]
+        cmds += [(f"s{i}", iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=f.cca,
+                                              interval_s=interval_s)) for i, f in enumerate(self.flows, 1)]
+        return cmds
+
+    def dry_run(self, duration_s: int, interval_s: float = 0.3, token: str = "000000") -> list[str]:
+        """Every command a run would execute, per host (namespace), without running anything."""
+        tb = LocalTestbed(dumbbell_topology(len(self.flows)), token=token, log=CommandLog())
+        lines = [f"[{role or 'local'}] {' '.join(argv)}" for role, argv, _ in tb.setup_commands()]
+        lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.configure_commands(tb.ifname)]
+        lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.flow_commands(duration_s, interval_s)]
+        lines.append(f"[rtr] {' '.join(tc.show_argv(tb.ifname('rb')))}")
+        return lines
+
     def _configure(self) -> None:
         tb = self.tb
         assert tb is not None
-        rtr = tb.host("rtr")
-        rtr.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-        for i, flow in enumerate(self.flows, 1):
-            s = tb.host(f"s{i}")
-            s.run(["ip", "route", "add", "default", "via", f"198.18.{i}.254"])
-            s.run(["ip", "link", "set", "dev", self.ifname(f"s{i}e"), "gso_max_segs", "1"])
-            rtr.run(["ip", "link", "set", "dev", self.ifname(f"r{i}"), "gso_max_segs", "1"])
-            delay = self.link.delay_ms + flow.extra_delay_ms
-            if delay or self.link.jitter_ms:
-                netem = ["tc", "qdisc", "replace", "dev", self.ifname(f"s{i}e"), "root", "netem", "delay",
-                         f"{delay:g}ms", *([f"{self.link.jitter_ms:g}ms"] if self.link.jitter_ms else []),
-                         "limit", "100000"]
-                s.run(netem)
-        rcv = tb.host("rcv")
-        rcv.run(["ip", "route", "add", "198.18.0.0/16", "via", "198.19.0.254"])
-        rcv.run(["ip", "link", "set", "dev", self.ifname("rcv0"), "gso_max_segs", "1"])
-        dev = self.ifname("rb")
-        rtr.run(["ip", "link", "set", "dev", dev, "gso_max_segs", "1"])
-        if self.link.shaper == "htb":
-            for argv in tc.htb_bottleneck(dev, self.link.rate_bps, self.link.buffer_packets):
-                rtr.run(argv)
-        else:
-            rtr.run(tc.tbf(dev, self.link.rate_bps, limit_bytes=self.link.buffer_packets * 1514, handle="1:"))
-            rtr.run(tc.pfifo(dev, self.link.buffer_packets, parent="1:1", handle="10:"))
-        if self.link.loss:
-            thresh = int(round(self.link.loss * 1_000_000))
-            rtr.run(["nft", f"add table inet bb ; add chain inet bb fwd {{ type filter hook forward priority 0 ; }} ; "
-                            f"add rule inet bb fwd numgen random mod 1000000 < {thresh} drop"])
+        for role, argv in self.configure_commands():
+            tb.host(role).run(argv)
 
     def run_flows(self, duration_s: int, interval_s: float = 0.3, start_gap_s: float = 0.0) -> dict[str, Any]:
         """Start one server per flow on the receiver, then every client (``start_gap_s`` apart); wait for
