@@ -3,7 +3,8 @@
 #   make test        lint (ruff, import-linter contracts), then run the test suite
 #   make lint        ruff and the import-linter contracts (pyproject.toml) alone
 #   make bench       side-by-side speed comparisons (results in BENCHMARKS.md)
-#   make lab         JupyterLab on notebooks/
+#   make site        publish every run under data/runs as a static site (SITE, default build/site)
+#   make lab         JupyterLab on the paper folders in notebooks/ (LAB_ARGS, LAB_PORT)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv deps java-oracle native lint test reproduce bench lab lock clean
+.PHONY: all venv deps java-oracle native lint test reproduce site bench lab lock clean
 
 all: venv
 
@@ -60,16 +61,32 @@ test: lint venv deps java-oracle native
 	$(BIN)/python -m pytest -q tests
 
 # Exit 4 (partial: some published values cannot be derived here) is listed per entry and is not a failure.
+# The runs it made are then published as a static site in $(SITE) (benchbook publish --since its start).
+SITE ?= build/site
 reproduce: venv deps native
-	@$(BIN)/benchbook reproduce --all; rc=$$?; \
+	@start=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
+	$(BIN)/benchbook reproduce --all; rc=$$?; \
+	$(BIN)/benchbook publish --all --since $$start -o $(SITE) || echo "reproduce: the site could not be published (above)"; \
 	if [ $$rc -eq 4 ]; then echo "reproduce: partial entries above say which values are not derivable here and why"; \
 	exit 0; fi; exit $$rc
+
+# Every run under data/runs (history included) as a static site; `benchbook serve $(SITE)` serves it.
+site: venv
+	$(BIN)/benchbook publish --all -o $(SITE)
 
 bench: venv deps native
 	$(BIN)/python benchmarks/run.py
 
+# JupyterLab rooted at notebooks/ (the paper folders), on 127.0.0.1:$(LAB_PORT) with a fresh token whose
+# URL is printed first; as root it adds --allow-root. LAB_ARGS go to jupyter lab (e.g. LAB_ARGS=--no-browser).
+LAB_PORT ?= 8888
+LAB_ARGS ?=
 lab: venv
-	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
+	@token=$$($(BIN)/python -c 'import secrets; print(secrets.token_hex(24))'); \
+	echo "lab: JupyterLab at http://127.0.0.1:$(LAB_PORT)/lab/tree/?token=$$token (paper folders: $$(cd notebooks && ls -d */ | tr '\n' ' '))"; \
+	exec $(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) --ServerApp.ip=127.0.0.1 \
+	  --ServerApp.port=$(LAB_PORT) --ServerApp.port_retries=0 --IdentityProvider.token=$$token \
+	  --ServerApp.root_dir=notebooks $(LAB_ARGS)
 
 # Plant each known bug in a copy of the tree and check that a test fails (tests/mutations/plant.py).
 .PHONY: mutate
