@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +36,8 @@ def _sessions(base: str, token: str) -> list[dict]:
 
 def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
     notebook_before = (REPO_ROOT / "notebooks" / NOTEBOOK).read_bytes()
+    checkpoints = (REPO_ROOT / "notebooks" / NOTEBOOK).parent / ".ipynb_checkpoints"
+    had_checkpoints = checkpoints.exists()
     port = _free_port()
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_PORT={port}", "LAB_ARGS=--no-browser"], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -76,6 +79,8 @@ def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
             finally:
                 browser.close()
     finally:
+        if not had_checkpoints:  # JupyterLab checkpoints a notebook it opens
+            shutil.rmtree(checkpoints, ignore_errors=True)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
