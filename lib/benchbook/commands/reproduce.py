@@ -59,11 +59,9 @@ def _console():
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    """-p key=value items: values parsed as JSON where they can be; relative paths that exist here
-    become absolute (the notebook runs in its run directory)."""
+    """-p key=value items: values parsed as JSON where they can be (checked against the notebook's
+    parameters by benchbook.reproduce.notebook_params.prepare_parameters when the entry runs)."""
     import json
-
-    from benchbook.experiment.sweep import absolute_if_existing
 
     out: dict[str, Any] = {}
     for item in items:
@@ -74,7 +72,7 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        out[key] = absolute_if_existing(value)
+        out[key] = value
     return out
 
 
@@ -87,6 +85,7 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
     from benchbook.experiment.runner import run_notebook
     from benchbook.reproduce.capabilities import entry_blockers
     from benchbook.reproduce.datasets import DatasetError, verify_dataset
+    from benchbook.reproduce.notebook_params import prepare_parameters
     from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
     result: dict[str, Any] = {"id": entry.id, "mode": entry.mode, "run_dir": None, "verdict": None}
@@ -109,7 +108,7 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
         console.print(f"[dim]dataset {entry.dataset}: {ds.n_files} files, {ds.n_bytes / 1e6:.1f} MB, "
                       f"SHA256SUMS verified[/]")
         params["dataset_dir"] = str(entry.dataset_dir.resolve())
-    params.update(overrides)
+    params.update(prepare_parameters(entry.notebook_path, overrides, injected=[*params, "dry_run"]))
     if dry_run:
         params["dry_run"] = True
     console.print(f"[bold]{entry.id}[/]: executing {entry.notebook_path} ...", highlight=False)
@@ -272,6 +271,7 @@ def register(app: typer.Typer) -> None:
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
     ) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
+        from benchbook.reproduce.notebook_params import ParameterError
         from benchbook.reproduce.registry import RegistryError, load_entry, load_registry
 
         console = _console()
@@ -310,6 +310,9 @@ def register(app: typer.Typer) -> None:
             entries = selected()
         except RegistryError as exc:
             console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
+            raise typer.Exit(EXIT_BAD_USAGE) from exc
+        except ParameterError as exc:
+            console.print(f"[bold red]parameter error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
         results = []
         for entry in entries.values():

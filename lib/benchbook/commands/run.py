@@ -14,7 +14,9 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_cmd(
         notebook: Path = typer.Argument(..., help="papermill notebook (a cell tagged `parameters`)"),
-        param: list[str] = typer.Option([], "-p", "--param", help="NAME=V1[,V2...]: one sweep axis; repeatable"),
+        param: list[str] = typer.Option([], "-p", "--param", help="NAME=V1[,V2...]: one sweep axis; repeatable. "
+                                        "Each value a JSON literal (1, 0.5, true, null, \"a,b\", [1,2]) or a bare "
+                                        "string; commas inside brackets or quotes do not split; NaN/inf refused"),
         repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per grid point"),
         resume: bool = typer.Option(False, "--resume", help="continue the experiment's sweep: skip complete "
                                     "points, redo the others (their directories are kept under .attempts/)"),
@@ -30,19 +32,25 @@ def register(app: typer.Typer) -> None:
         import signal
 
         from benchbook.experiment.lock import ExperimentLocked
-        from benchbook.experiment.sweep import SweepError, absolute_if_existing, parse_grid, run_sweep
+        from benchbook.experiment.sweep import SweepError, parse_grid, run_sweep
+        from benchbook.reproduce.notebook_params import ParameterError, prepare_parameters
 
         def _term(signum, frame):  # SIGTERM ends the sweep like Ctrl-C: the current run is recorded
             raise KeyboardInterrupt(f"signal {signum}")
 
         signal.signal(signal.SIGTERM, _term)
         try:
+            if not notebook.is_file():
+                raise SweepError(f"{notebook}: no such notebook")
+            if repeat < 1:
+                raise SweepError(f"--repeat {repeat}: expected at least 1")
             grid = parse_grid(param)
-            grid = {name: [absolute_if_existing(v) for v in values] for name, values in grid.items()}
+            grid = {name: [prepare_parameters(notebook, {name: v})[name] for v in values]
+                    for name, values in grid.items()}
             outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
                                 resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
-        except (SweepError, ExperimentLocked, FileNotFoundError) as exc:
-            typer.echo(f"benchbook run: {exc}", err=True)
+        except (SweepError, ParameterError, ExperimentLocked, FileNotFoundError, ValueError) as exc:
+            typer.echo(f"benchbook run: error: {exc}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("benchbook run: interrupted; the current run is recorded as interrupted. "
@@ -62,6 +70,20 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"records: {outcome.experiment_dir} (sweep.json lists every point)")
         failed = [p for p in m["points"] if p["status"] != "complete"]
         for p in failed:
-            typer.echo(f"  {p['key']} {p['parameters']}: {p['status']} (run {p['run_id']})", err=True)
+            why = _run_error(outcome.experiment_dir, p["run_id"])
+            typer.echo(f"  {p['key']} {p['parameters']}: {p['status']} (run {p['run_id']})"
+                       + (f": {why}" if why else ""), err=True)
         if failed:
             raise typer.Exit(1)
+
+
+def _run_error(experiment_dir: Path, run_id: str | None) -> str | None:
+    """The error a run record gives (the failing cell and its exception), if it can be read."""
+    if not run_id:
+        return None
+    from benchbook.experiment.record import RunRecordError, read_record
+
+    try:
+        return read_record(experiment_dir / run_id).get("error")
+    except RunRecordError:
+        return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,13 +51,27 @@ def validate_record(record: dict[str, Any], source: str = "run record") -> None:
                              f"{SCHEMA_VERSION}): " + "; ".join(errors[:5]))
 
 
+def json_safe(data: Any) -> Any:
+    """`data` with every NaN or infinite float replaced by the string "NaN", "Infinity" or
+    "-Infinity" (JSON has no such numbers; json.dump would write invalid JSON)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return "NaN" if math.isnan(data) else ("Infinity" if data > 0 else "-Infinity")
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(v) for v in data]
+    return data
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temporary file in the same directory, fsync, and rename it into place."""
+    """Write JSON via a temporary file in the same directory, fsync, and rename it into place;
+    always valid JSON (non-finite floats as strings, see json_safe)."""
     path = Path(path)
+    data = json_safe(data)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False, default=str)
+            json.dump(data, fh, indent=2, sort_keys=False, default=str, allow_nan=False)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())

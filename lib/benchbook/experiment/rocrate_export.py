@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from benchbook.experiment.record import read_record
+from benchbook.experiment.record import json_safe, read_record
 
 PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",
@@ -41,7 +41,7 @@ def export_run(run_dir: Path, out_dir: Path) -> Path:
     from rocrate.rocrate import ROCrate
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    record = read_record(run_dir)
+    record = json_safe(read_record(run_dir))  # NaN/infinity of older records as strings: valid JSON
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir}: output directory is not empty")
     staging = out_dir.with_name(f".{out_dir.name}.staging")

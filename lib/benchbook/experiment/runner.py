@@ -139,6 +139,23 @@ def default_manifest(parameters: dict[str, Any]) -> Path:
     return TESTBED_MANIFEST if backend in {"local", "testbed", "ssh"} else ANALYSIS_MANIFEST
 
 
+def notebook_error(exc: BaseException) -> str:
+    """One line saying where and why a notebook failed: the cell (execution count and index) and
+    the exception raised in it (papermill's PapermillExecutionError carries them); for any other
+    failure its type and first line."""
+    ename = getattr(exc, "ename", None)
+    if ename is not None:
+        count = getattr(exc, "exec_count", None)
+        index = getattr(exc, "cell_index", None)
+        where = f"cell In [{count}]" if count is not None else "a cell"
+        if index is not None:
+            where += f" (code cell index {index})"
+        evalue = str(getattr(exc, "evalue", "")).strip().splitlines()
+        return f"{where} raised {ename}: {evalue[0] if evalue else ''}".rstrip(": ")
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def run_notebook(
     notebook: Path,
     parameters: dict[str, Any],
@@ -231,7 +248,7 @@ def run_notebook(
         status, error, interrupted = "interrupted", "interrupted (KeyboardInterrupt/SIGINT/SIGTERM)", exc
     except Exception as exc:  # the notebook failed: keep everything it wrote, record why
         status = "failed"
-        error = f"{type(exc).__name__}: {exc}"
+        error = notebook_error(exc)
         record["traceback"] = traceback.format_exc(limit=5)
     _fold_notebook_files(run_dir, record)
     record["outputs"] = hash_tree(run_dir, skip=("run.json",))

@@ -35,25 +35,84 @@ class SweepError(BenchbookError, RuntimeError):
 
 
 def parse_value(text: str) -> Any:
-    """'10000' -> 10000, '0.5' -> 0.5, 'true' -> True, 'null' -> None, else the string."""
-    low = text.strip().lower()
+    """One -p value: a JSON literal where it is one ('10000' -> 10000, '0.5' -> 0.5, 'true' -> True,
+    'null' -> None, '"a,b"' -> 'a,b', '[1,2]' -> [1, 2], '{"k": 1}'), 'none'/'True'/'False' as
+    Python spells them, anything else the string itself. NaN and infinities are refused (JSON
+    cannot hold them)."""
+    import json
+
+    stripped = text.strip()
+    low = stripped.lower()
+    if low.lstrip("+-") in ("nan", "inf", "infinity"):
+        raise SweepError(f"-p value {text!r}: NaN and infinity cannot be recorded in run.json (JSON has no "
+                         "such numbers); give a finite number")
     if low in ("true", "false"):
         return low == "true"
     if low in ("null", "none"):
         return None
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
+    try:
+        value = json.loads(stripped, parse_constant=_refuse_constant)
+    except json.JSONDecodeError:
+        return text
+    except ValueError as exc:
+        raise SweepError(f"-p value {text!r}: {exc}") from None
+    if _has_nonfinite(value):
+        raise SweepError(f"-p value {text!r}: {value!r} is not a finite number; run.json is JSON and holds only "
+                         "finite numbers")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} cannot be recorded in run.json (JSON has no such number); give a finite number")
+
+
+def _has_nonfinite(value: Any) -> bool:
+    import math
+
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_has_nonfinite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_nonfinite(v) for v in value.values())
+    return False
+
+
+def split_values(text: str) -> list[str]:
+    """Split a -p value list at the commas outside brackets, braces and double quotes:
+    '1,2' -> ['1', '2'], '[1,2],[3]' -> ['[1,2]', '[3]'], '"a,b",c' -> ['"a,b"', 'c']."""
+    parts: list[str] = []
+    depth = 0
+    quoted = False
+    escaped = False
+    start = 0
+    for i, ch in enumerate(text):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def absolute_if_existing(value: Any) -> Any:
     """A relative path that exists here, as an absolute path; anything else unchanged.
 
     Notebooks run with their run directory as working directory, so a relative path given on the
-    command line is passed (and recorded) as the absolute path it names here."""
+    command line for a parameter declared as a path is passed (and recorded) as the absolute path
+    it names here (benchbook.reproduce.notebook_params.is_path_parameter says which are paths)."""
     if isinstance(value, str) and value and not Path(value).is_absolute() and Path(value).exists():
         return str(Path(value).resolve())
     if isinstance(value, list):
@@ -62,7 +121,8 @@ def absolute_if_existing(value: Any) -> Any:
 
 
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
-    """['rate=1,2', 'mode=a,b'] -> {'rate': [1, 2], 'mode': ['a', 'b']} (order kept)."""
+    """['rate=1,2', 'mode=a,b', 'sizes=[64,1500]'] -> {'rate': [1, 2], 'mode': ['a', 'b'],
+    'sizes': [[64, 1500]]} (order kept; each value as parse_value reads it)."""
     grid: dict[str, list[Any]] = {}
     for i, spec in enumerate(specs):
         name, sep, values = spec.partition("=")
@@ -72,9 +132,19 @@ def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
                              f"Python identifier")
         if name in grid:
             raise SweepError(f"-p argument {i + 1}: parameter {name!r} given twice")
-        items = [parse_value(v) for v in values.split(",")] if values != "" else [""]
+        items = [parse_value(v) for v in split_values(values)] if values != "" else [""]
         grid[name] = items
     return grid
+
+
+def check_experiment_name(name: str) -> str:
+    """An experiment name is one directory under the runs directory: no separators, no '..', not
+    hidden, printable."""
+    if (not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(".")
+            or ".." in name or any(not ch.isprintable() for ch in name) or len(name) > 200):
+        raise SweepError(f"experiment name {name!r}: expected one folder name (letters, digits, '-', '_', '.'; "
+                         "no '/', no '..', not starting with '.')")
+    return name
 
 
 def expand(grid: dict[str, list[Any]], repeat: int) -> list[dict[str, Any]]:
@@ -185,7 +255,7 @@ def run_sweep(
     if not notebook.is_file():
         raise SweepError(f"{notebook}: notebook not found")
     runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
-    experiment = experiment or notebook.stem
+    experiment = check_experiment_name(experiment or notebook.stem)
     exp_dir = runs_dir / experiment
     lock = ExperimentLock(exp_dir)
     lock.acquire()

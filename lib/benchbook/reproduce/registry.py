@@ -308,6 +308,22 @@ def _parse_published(src: Path, i: int, item: Any) -> PublishedValue:
     )
 
 
+def _check_notebook(src: Path, notebook: str) -> None:
+    """A notebook stays inside its paper folder (or is a reusable one by plain file name): an entry
+    must not run code from elsewhere."""
+    if notebook.startswith(REUSABLE_PREFIX):
+        name = notebook[len(REUSABLE_PREFIX):]
+        if not name or Path(name).name != name or name in (".", ".."):
+            raise RegistryError(f"{src}: notebook {notebook!r}: expected {REUSABLE_PREFIX}<file name>.ipynb "
+                                f"naming a notebook in {REUSABLE_DIR}")
+        return
+    rel = Path(notebook)
+    folder = src.parent.resolve()
+    if rel.is_absolute() or ".." in rel.parts or not (folder / rel).resolve().is_relative_to(folder):
+        raise RegistryError(f"{src}: notebook {notebook!r} lies outside the paper folder {src.parent}: expected "
+                            f"a path relative to it (no '..', not absolute) or {REUSABLE_PREFIX}<name>.ipynb")
+
+
 def parse_entry(src: Path, data: dict[str, Any], paper: Paper | None = None) -> FigureEntry:
     optional = dict(_ENTRY_OPTIONAL)
     required = dict(_ENTRY_REQUIRED)
@@ -321,6 +337,7 @@ def parse_entry(src: Path, data: dict[str, Any], paper: Paper | None = None) -> 
     requires = data.get("requires", [])
     if not all(isinstance(r, str) and r for r in requires):
         raise RegistryError(f"{src}: 'requires' must be a list of capability names (strings)")
+    _check_notebook(src, data["notebook"])
     claim_rows = data.get("claim_rows", [])
     if not all(isinstance(r, str) and r for r in claim_rows):
         raise RegistryError(f"{src}: 'claim_rows' must be a list of verdict row names (strings)")
