@@ -58,7 +58,7 @@ HASH_M1 = np.uint64(0x9E3779B97F4A7C15)
 HASH_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-def new_state(flows: int = 64, iv_rows: int = 1 << 16, rtt_rows: int = 1 << 17) -> dict[str, np.ndarray]:
+def new_state(flows: int = 64, iv_rows: int = 1 << 14, rtt_rows: int = 1 << 16) -> dict[str, np.ndarray]:
     """Empty flow table (room for ``flows`` flows) and output buffers."""
     c = np.zeros(N_C, np.int64)
     c[C_MAL_OFF] = -1
@@ -121,17 +121,17 @@ def _unwrap(v32, isn, ref):
 
 
 @njit(cache=True, inline="always")
-def _cover(hl, s, start, end, c):
-    """Mark [start, end) seen in one direction; return how many of its bytes are new. hl: holes[f, d]."""
-    high = s[S_HIGH]
+def _cover(holes, st, f, d, start, end, c):
+    """Mark [start, end) seen in direction d of flow f; return how many of its bytes are new."""
+    high = st[f, d, S_HIGH]
     new = np.int64(0)
-    n = s[S_NHOLES]
+    n = st[f, d, S_NHOLES]
     top = min(end, high)
     if start < top and n > 0:
         j = 0
         while j < n:
-            hs = hl[j, 0]
-            he = hl[j, 1]
+            hs = holes[f, d, j, 0]
+            he = holes[f, d, j, 1]
             if he <= start:
                 j += 1
                 continue
@@ -142,29 +142,29 @@ def _cover(hl, s, start, end, c):
             new += b - a
             if a == hs and b == he:  # hole filled
                 for k in range(j, n - 1):
-                    hl[k, 0] = hl[k + 1, 0]
-                    hl[k, 1] = hl[k + 1, 1]
+                    holes[f, d, k, 0] = holes[f, d, k + 1, 0]
+                    holes[f, d, k, 1] = holes[f, d, k + 1, 1]
                 n -= 1
                 continue
             if a == hs:
-                hl[j, 0] = b
+                holes[f, d, j, 0] = b
             elif b == he:
-                hl[j, 1] = a
+                holes[f, d, j, 1] = a
             else:  # split
                 if n == MAX_HOLES:
-                    s[S_LOST_HOLE_BYTES] += hl[0, 1] - hl[0, 0]
+                    st[f, d, S_LOST_HOLE_BYTES] += holes[f, d, 0, 1] - holes[f, d, 0, 0]
                     c[C_HOLE_OVERFLOW] += 1
                     for k in range(0, n - 1):
-                        hl[k, 0] = hl[k + 1, 0]
-                        hl[k, 1] = hl[k + 1, 1]
+                        holes[f, d, k, 0] = holes[f, d, k + 1, 0]
+                        holes[f, d, k, 1] = holes[f, d, k + 1, 1]
                     n -= 1
                     j -= 1
                 for k in range(n, j + 1, -1):
-                    hl[k, 0] = hl[k - 1, 0]
-                    hl[k, 1] = hl[k - 1, 1]
-                hl[j + 1, 0] = b
-                hl[j + 1, 1] = he
-                hl[j, 1] = a
+                    holes[f, d, k, 0] = holes[f, d, k - 1, 0]
+                    holes[f, d, k, 1] = holes[f, d, k - 1, 1]
+                holes[f, d, j + 1, 0] = b
+                holes[f, d, j + 1, 1] = he
+                holes[f, d, j, 1] = a
                 n += 1
                 j += 1
             j += 1
@@ -173,29 +173,29 @@ def _cover(hl, s, start, end, c):
         new += end - lo
         if start > high:
             if n == MAX_HOLES:
-                s[S_LOST_HOLE_BYTES] += hl[0, 1] - hl[0, 0]
+                st[f, d, S_LOST_HOLE_BYTES] += holes[f, d, 0, 1] - holes[f, d, 0, 0]
                 c[C_HOLE_OVERFLOW] += 1
                 for k in range(0, n - 1):
-                    hl[k, 0] = hl[k + 1, 0]
-                    hl[k, 1] = hl[k + 1, 1]
+                    holes[f, d, k, 0] = holes[f, d, k + 1, 0]
+                    holes[f, d, k, 1] = holes[f, d, k + 1, 1]
                 n -= 1
-            hl[n, 0] = high
-            hl[n, 1] = start
+            holes[f, d, n, 0] = high
+            holes[f, d, n, 1] = start
             n += 1
-    s[S_NHOLES] = n
+    st[f, d, S_NHOLES] = n
     return new
 
 
 @njit(cache=True, inline="always")
-def _flush_bin(f, d, s, iv, c):
-    if s[B_PKTS] > 0 or s[B_ACKS] > 0:
+def _flush_bin(f, d, st, iv, c):
+    if st[f, d, B_PKTS] > 0 or st[f, d, B_ACKS] > 0:
         r = c[C_NIV]
         iv[r, IV_FLOW] = f
         iv[r, IV_DIR] = d
-        iv[r, IV_BIN] = s[S_CUR_BIN]
+        iv[r, IV_BIN] = st[f, d, S_CUR_BIN]
         for k in range(B_FIRST, B_LAST + 1):
-            iv[r, 3 + k - B_FIRST] = s[k]
-            s[k] = 0
+            iv[r, 3 + k - B_FIRST] = st[f, d, k]
+            st[f, d, k] = 0
         c[C_NIV] = r + 1
 
 
@@ -294,19 +294,18 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                 st[f, dd, S_CUR_BIN] = np.iinfo(np.int64).min
                 st[f, dd, S_ADV_ACK_TS] = -1
         fl[f, FL_LAST_TS] = t
-        s = st[f, d]
-        o = st[f, 1 - d]
+        od = 1 - d
         wire = np.int64(wirelen[i])
         plen = p[tp.P_LEN]
         # ---- handshake ---------------------------------------------------------------------------
         if flags & tp.SYN:
-            s[S_SYNS] += 1
+            st[f, d, S_SYNS] += 1
             if p[tp.P_MSS] >= 0:
-                s[S_MSS] = p[tp.P_MSS]
+                st[f, d, S_MSS] = p[tp.P_MSS]
             if p[tp.P_WSCALE] >= 0:
-                s[S_WSCALE] = p[tp.P_WSCALE]
+                st[f, d, S_WSCALE] = p[tp.P_WSCALE]
             if p[tp.P_SACKOK]:
-                s[S_SACKOK] = 1
+                st[f, d, S_SACKOK] = 1
             if flags & tp.ACK:
                 if d == 1 and fl[f, FL_SYNACK_TS] < 0:
                     fl[f, FL_SYNACK_TS] = t
@@ -317,128 +316,128 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
               and p[tp.P_ACK] == ((fl[f, FL_SYNACK_SEQ] + 1) & 0xFFFFFFFF)):
             fl[f, FL_ACK3_TS] = t
         if flags & tp.FIN:
-            s[S_FINS] += 1
+            st[f, d, S_FINS] += 1
         if flags & tp.RST:
-            s[S_RSTS] += 1
+            st[f, d, S_RSTS] += 1
         if p[tp.P_SACKN] > 0:
-            s[S_SACKS] += 1
+            st[f, d, S_SACKS] += 1
         # ---- counters and bin --------------------------------------------------------------------
-        if s[S_PKTS] == 0:
-            s[S_FIRST_TS] = t
-        s[S_LAST_TS] = t
-        s[S_PKTS] += 1
-        s[S_WIRE] += wire
-        s[S_IPBYTES] += p[tp.P_IPLEN]
+        if st[f, d, S_PKTS] == 0:
+            st[f, d, S_FIRST_TS] = t
+        st[f, d, S_LAST_TS] = t
+        st[f, d, S_PKTS] += 1
+        st[f, d, S_WIRE] += wire
+        st[f, d, S_IPBYTES] += p[tp.P_IPLEN]
         b = (t - c[C_T0]) // bin_ns
-        if b != s[S_CUR_BIN]:
-            _flush_bin(f, d, s, iv, c)
-            s[S_CUR_BIN] = b
-        s[B_PKTS] += 1
-        s[B_WIRE] += wire
+        if b != st[f, d, S_CUR_BIN]:
+            _flush_bin(f, d, st, iv, c)
+            st[f, d, S_CUR_BIN] = b
+        st[f, d, B_PKTS] += 1
+        st[f, d, B_WIRE] += wire
         # ---- sequence space ----------------------------------------------------------------------
         seq = p[tp.P_SEQ]
-        if s[S_INIT] == 0:
-            s[S_INIT] = 1
-            s[S_ISN] = seq
-            s[S_HIGH] = 1 if (flags & tp.SYN) else 0
-            s[S_FIRST_DATA] = s[S_HIGH]
-            s[S_HIGH_TS] = t
-        seg_start = _unwrap(seq, s[S_ISN], s[S_HIGH])
+        if st[f, d, S_INIT] == 0:
+            st[f, d, S_INIT] = 1
+            st[f, d, S_ISN] = seq
+            st[f, d, S_HIGH] = 1 if (flags & tp.SYN) else 0
+            st[f, d, S_FIRST_DATA] = st[f, d, S_HIGH]
+            st[f, d, S_HIGH_TS] = t
+        seg_start = _unwrap(seq, st[f, d, S_ISN], st[f, d, S_HIGH])
         if flags & tp.SYN:
             seg_start += 1
         if plen > 0:
-            s[S_PAY] += plen
-            s[S_PSEGS] += 1
-            s[B_PAY] += plen
-            high = s[S_HIGH]
+            st[f, d, S_PAY] += plen
+            st[f, d, S_PSEGS] += 1
+            st[f, d, B_PAY] += plen
+            high = st[f, d, S_HIGH]
             seg_end = seg_start + plen
             if (plen <= 1 and seg_start == high - 1 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0):
-                s[S_KEEPALIVE] += 1
+                st[f, d, S_KEEPALIVE] += 1
             else:
-                if plen == 1 and seg_start == high and o[S_WIN_OK] and o[S_LAST_WIN_RAW] == 0:
-                    s[S_ZWP] += 1
-                new = _cover(holes[f, d], s, seg_start, seg_end, c)
+                if plen == 1 and seg_start == high and st[f, od, S_WIN_OK] and st[f, od, S_LAST_WIN_RAW] == 0:
+                    st[f, d, S_ZWP] += 1
+                new = _cover(holes, st, f, d, seg_start, seg_end, c)
                 overlap = plen - new
                 if p[tp.P_CAPPAY] < plen:
-                    s[S_UNCAPTURED] += min(new, plen - p[tp.P_CAPPAY])
-                s[S_NEW] += new
-                s[B_NEW] += new
+                    st[f, d, S_UNCAPTURED] += min(new, plen - p[tp.P_CAPPAY])
+                st[f, d, S_NEW] += new
+                st[f, d, B_NEW] += new
                 thr = tr.DEFAULT_OOO_THRESHOLD_NS
                 if fl[f, FL_SYN_TS] >= 0 and fl[f, FL_ACK3_TS] >= 0:
                     thr = fl[f, FL_ACK3_TS] - fl[f, FL_SYN_TS]
-                bits = tr.classify(seg_start, seg_end, high, overlap, t, o[S_ACKED], o[S_ACKED_OK], o[S_DUPACKS],
-                                   o[S_DUPACK_TS], s[S_HIGH_TS], thr)
+                bits = tr.classify(seg_start, seg_end, high, overlap, t, st[f, od, S_ACKED], st[f, od, S_ACKED_OK],
+                                   st[f, od, S_DUPACKS], st[f, od, S_DUPACK_TS], st[f, d, S_HIGH_TS], thr)
                 if bits & tr.RX_ZEEK:
-                    s[S_RX_Z] += 1
-                    s[S_RXB_Z] += plen
+                    st[f, d, S_RX_Z] += 1
+                    st[f, d, S_RXB_Z] += plen
                 if bits & tr.RX_WS:
-                    s[S_RX_WS] += 1
-                    s[S_RXB_WS] += plen
+                    st[f, d, S_RX_WS] += 1
+                    st[f, d, S_RXB_WS] += plen
                 if bits & tr.OOO_WS:
-                    s[S_OOO_WS] += 1
+                    st[f, d, S_OOO_WS] += 1
                 if bits & tr.RX_TT:
-                    s[S_RX_TT] += 1
-                    s[S_RXB_TT] += overlap
+                    st[f, d, S_RX_TT] += 1
+                    st[f, d, S_RXB_TT] += overlap
                 if bits & tr.OOO_TT:
-                    s[S_OOO_TT] += 1
+                    st[f, d, S_OOO_TT] += 1
                 if rule == tr.RULE_ZEEK:
                     if bits & tr.RX_ZEEK:
-                        s[B_RXS] += 1
-                        s[B_RXB] += plen
+                        st[f, d, B_RXS] += 1
+                        st[f, d, B_RXB] += plen
                 elif rule == tr.RULE_WIRESHARK:
                     if bits & tr.RX_WS:
-                        s[B_RXS] += 1
-                        s[B_RXB] += plen
+                        st[f, d, B_RXS] += 1
+                        st[f, d, B_RXB] += plen
                     if bits & tr.OOO_WS:
-                        s[B_OOO] += 1
+                        st[f, d, B_OOO] += 1
                 else:
                     if bits & tr.RX_TT:
-                        s[B_RXS] += 1
-                        s[B_RXB] += overlap
+                        st[f, d, B_RXS] += 1
+                        st[f, d, B_RXB] += overlap
                     if bits & tr.OOO_TT:
-                        s[B_OOO] += 1
+                        st[f, d, B_OOO] += 1
                 if seg_start < high:
-                    rt.seg_mark_resent(sgr[f, d], s, S_SEG_HEAD, seg_start, seg_end)
+                    rt.seg_mark_resent(sgr, st, f, d, S_SEG_HEAD, seg_start, seg_end)
                 if seg_end > high:
-                    s[S_HIGH] = seg_end
-                    s[S_HIGH_TS] = t
-                    rt.seg_push(sgr[f, d], s, S_SEG_HEAD, seg_end, t)
-                if o[S_ACKED_OK]:
-                    infl = s[S_HIGH] - o[S_ACKED]
-                    if infl > s[B_INFL_MAX]:
-                        s[B_INFL_MAX] = infl
+                    st[f, d, S_HIGH] = seg_end
+                    st[f, d, S_HIGH_TS] = t
+                    rt.seg_push(sgr, st, f, d, S_SEG_HEAD, seg_end, t)
+                if st[f, od, S_ACKED_OK]:
+                    infl = st[f, d, S_HIGH] - st[f, od, S_ACKED]
+                    if infl > st[f, d, B_INFL_MAX]:
+                        st[f, d, B_INFL_MAX] = infl
             if p[tp.P_HAS_TS]:
-                rt.ts_push(tsr[f, d], s, S_TS_HEAD, p[tp.P_TSVAL], t)
+                rt.ts_push(tsr, st, f, d, S_TS_HEAD, p[tp.P_TSVAL], t)
         elif (flags & tp.SYN) and p[tp.P_HAS_TS]:
-            rt.ts_push(tsr[f, d], s, S_TS_HEAD, p[tp.P_TSVAL], t)
+            rt.ts_push(tsr, st, f, d, S_TS_HEAD, p[tp.P_TSVAL], t)
         if p[tp.P_HAS_TS]:
-            s[S_TSOPTS] += 1
+            st[f, d, S_TSOPTS] += 1
         # ---- window ------------------------------------------------------------------------------
-        s[S_LAST_WIN_RAW] = p[tp.P_WIN]
-        s[S_WIN_OK] = 1
+        st[f, d, S_LAST_WIN_RAW] = p[tp.P_WIN]
+        st[f, d, S_WIN_OK] = 1
         # ---- the ACK acknowledges the other direction ---------------------------------------------
-        if (flags & tp.ACK) and o[S_INIT]:
-            ack = _unwrap(p[tp.P_ACK], o[S_ISN], o[S_HIGH])
-            if o[S_ACKED_OK] == 0 or ack > o[S_ACKED]:
-                if s[S_ADV_ACK_TS] >= 0:
-                    s[B_IATSUM] += t - s[S_ADV_ACK_TS]
-                    s[B_IATN] += 1
-                s[S_ADV_ACK_TS] = t
-                s[B_ACKS] += 1
-                infl = o[S_HIGH] - (o[S_ACKED] if o[S_ACKED_OK] else ack)
-                o[S_ACKED] = ack
-                o[S_ACKED_OK] = 1
-                o[S_DUPACKS] = 0
-                r = rt.seg_ack(sgr[f, 1 - d], o, S_SEG_HEAD, ack, t)
+        if (flags & tp.ACK) and st[f, od, S_INIT]:
+            ack = _unwrap(p[tp.P_ACK], st[f, od, S_ISN], st[f, od, S_HIGH])
+            if st[f, od, S_ACKED_OK] == 0 or ack > st[f, od, S_ACKED]:
+                if st[f, d, S_ADV_ACK_TS] >= 0:
+                    st[f, d, B_IATSUM] += t - st[f, d, S_ADV_ACK_TS]
+                    st[f, d, B_IATN] += 1
+                st[f, d, S_ADV_ACK_TS] = t
+                st[f, d, B_ACKS] += 1
+                infl = st[f, od, S_HIGH] - (st[f, od, S_ACKED] if st[f, od, S_ACKED_OK] else ack)
+                st[f, od, S_ACKED] = ack
+                st[f, od, S_ACKED_OK] = 1
+                st[f, od, S_DUPACKS] = 0
+                r = rt.seg_ack(sgr, st, f, od, S_SEG_HEAD, ack, t)
                 if r >= 0:
                     _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_DATA_ACK, infl)
-            elif ack == o[S_ACKED] and plen == 0 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0:
-                o[S_DUPACKS] += 1
-                o[S_DUPACK_TS] = t
-            if p[tp.P_HAS_TS] and o[S_TS_COUNT] > 0:
-                r = rt.ts_echo(tsr[f, 1 - d], o, S_TS_HEAD, p[tp.P_TSECR], t)
+            elif ack == st[f, od, S_ACKED] and plen == 0 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0:
+                st[f, od, S_DUPACKS] += 1
+                st[f, od, S_DUPACK_TS] = t
+            if p[tp.P_HAS_TS] and st[f, od, S_TS_COUNT] > 0:
+                r = rt.ts_echo(tsr, st, f, od, S_TS_HEAD, p[tp.P_TSECR], t)
                 if r >= 0:
-                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_TS_ECHO, o[S_HIGH] - o[S_ACKED])
+                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_TS_ECHO, st[f, od, S_HIGH] - st[f, od, S_ACKED])
     return n, DONE
 
 
@@ -447,5 +446,5 @@ def flush_all(st, nflows, iv, c):
     """Flush every direction's open bin (room for 2 * nflows rows must exist)."""
     for f in range(nflows):
         for d in range(2):
-            _flush_bin(f, d, st[f, d], iv, c)
+            _flush_bin(f, d, st, iv, c)
             st[f, d, S_CUR_BIN] = np.iinfo(np.int64).min

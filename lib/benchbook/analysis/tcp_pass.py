@@ -59,7 +59,7 @@ def _new_hist() -> HdrHistogram:
 
 
 def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str = "zeek",
-             on_rtt: Callable[[np.ndarray], None] | None = None, chunk_packets: int = 1 << 18) -> TcpPass:
+             on_rtt: Callable[[np.ndarray], None] | None = None, chunk_packets: int = 1 << 16) -> TcpPass:
     """Analyse ``paths`` in one pass. ``on_rtt`` receives each filled block of RTT rows (int64, tcp_rtt.R_*)."""
     if bin_ns <= 0:
         raise ValueError(f"bin length must be positive, got {bin_ns} ns")
@@ -77,14 +77,19 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         rows = state["rtt"][:n].copy()
         c[tf.C_NRTT] = 0
         key = rows[:, rt.R_FLOW] * 2 + rows[:, rt.R_DIR]
-        order = np.argsort(key, kind="stable")
-        ks, starts = np.unique(key[order], return_index=True)
-        bounds = list(starts[1:]) + [n]
-        for k, a, b in zip(ks, starts, bounds, strict=True):
-            h = hists.get((int(k) // 2, int(k) % 2))
+        present = np.flatnonzero(np.bincount(key)) if int(key.max()) < (1 << 20) else np.unique(key)
+        if present.size <= 32:
+            groups = ((int(k), rows[key == k, rt.R_RTT]) for k in present)
+        else:
+            order = np.argsort(key, kind="stable")
+            ks, starts = np.unique(key[order], return_index=True)
+            ends = list(starts[1:]) + [n]
+            groups = ((int(k), rows[order[a:b], rt.R_RTT]) for k, a, b in zip(ks, starts, ends, strict=True))
+        for k, values in groups:
+            h = hists.get((k // 2, k % 2))
             if h is None:
-                h = hists[(int(k) // 2, int(k) % 2)] = _new_hist()
-            h.record(np.maximum(rows[order[a:b], rt.R_RTT], 1))
+                h = hists[(k // 2, k % 2)] = _new_hist()
+            h.record(np.maximum(values, 1))
         if on_rtt is not None:
             on_rtt(rows)
 

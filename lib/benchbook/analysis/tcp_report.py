@@ -168,9 +168,15 @@ class _RttSink:
         import pyarrow.parquet as pq
 
         self.pa, self.pq = pa, pq
-        self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.string()), ("time_ns", pa.int64()),
-                                 ("rtt_ns", pa.int64()), ("kind", pa.string()), ("bytes_in_flight", pa.int64())])
-        self.writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
+        self.dirs = pa.array(["orig", "resp"])
+        self.kinds = pa.array(list(rt.KIND_NAMES))
+        self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.dictionary(pa.int8(), pa.string())),
+                                 ("time_ns", pa.int64()), ("rtt_ns", pa.int64()),
+                                 ("kind", pa.dictionary(pa.int8(), pa.string())), ("bytes_in_flight", pa.int64())])
+        delta = "DELTA_BINARY_PACKED"
+        self.writer = pq.ParquetWriter(
+            str(path), self.schema, compression="none", use_dictionary=["direction", "kind"],
+            column_encoding={"flow": delta, "time_ns": delta, "rtt_ns": delta, "bytes_in_flight": delta})
         self.stride = 1
         self.seen = 0
         self.sample: list[np.ndarray] = []
@@ -178,22 +184,24 @@ class _RttSink:
 
     def __call__(self, rows: np.ndarray) -> None:
         pa = self.pa
-        dirs = np.array(["orig", "resp"], dtype=object)[rows[:, rt.R_DIR]]
-        kinds = np.array(rt.KIND_NAMES, dtype=object)[rows[:, rt.R_KIND]]
-        table = pa.table([pa.array(rows[:, rt.R_FLOW]), pa.array(dirs, pa.string()), pa.array(rows[:, rt.R_TIME]),
-                          pa.array(rows[:, rt.R_RTT]), pa.array(kinds, pa.string()),
-                          pa.array(rows[:, rt.R_INFLIGHT])], schema=self.schema)
+        dirs = pa.DictionaryArray.from_arrays(pa.array(rows[:, rt.R_DIR].astype(np.int8)), self.dirs)
+        kinds = pa.DictionaryArray.from_arrays(pa.array(rows[:, rt.R_KIND].astype(np.int8)), self.kinds)
+        table = pa.Table.from_arrays(
+            [pa.array(rows[:, rt.R_FLOW]), dirs, pa.array(rows[:, rt.R_TIME]), pa.array(rows[:, rt.R_RTT]), kinds,
+             pa.array(rows[:, rt.R_INFLIGHT])], schema=self.schema)
         self.writer.write_table(table)
-        idx = (np.arange(rows.shape[0]) + self.seen) % self.stride == 0
+        start = (-self.seen) % self.stride
         self.seen += rows.shape[0]
-        keep = rows[idx]
+        keep = rows[start::self.stride].copy()  # a view would keep the whole block alive
         self.sample.append(keep)
         self.sample_rows += keep.shape[0]
-        while self.sample_rows > RTT_PLOT_POINTS:
-            allrows = np.concatenate(self.sample)[::2]
+        if self.sample_rows > RTT_PLOT_POINTS:
+            allrows = np.concatenate(self.sample)
+            while allrows.shape[0] > RTT_PLOT_POINTS:
+                allrows = allrows[::2]
+                self.stride *= 2
             self.sample = [allrows]
             self.sample_rows = allrows.shape[0]
-            self.stride *= 2
 
     def close(self) -> np.ndarray:
         self.writer.close()
@@ -202,40 +210,52 @@ class _RttSink:
 
 def _html(out: Path, flows: pd.DataFrame, intervals: pd.DataFrame, rtt_sample: np.ndarray, t0_ns: int,
           fair: dict[str, Any], rule: str, bin_ns: int) -> None:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    """report.html: throughput, goodput and RTT over time per flow (plotly.js beside it, no network needed).
 
-    from benchbook.figures import save_figure
+    The figure is written as plain plotly.js JSON: building it through plotly's Python objects costs more
+    memory than the whole analysis pass."""
+    import plotly
 
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=(f"throughput (wire bytes) per {bin_ns / 1e6:g} ms",
-                                        f"goodput (new payload by sequence coverage) per {bin_ns / 1e6:g} ms",
-                                        "RTT samples (TS echo and data -> ACK, Karn)"))
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    shutil.copyfile(js, out / "plotly.min.js")
     label = {int(r.flow): f"{r.flow}: {r.src}:{r.sport} > {r.dst}:{r.dport}" for r in flows.itertuples()}
     per_flow = intervals.groupby(["flow", "start_time_ns"], as_index=False, observed=True)[
         ["throughput_bps", "goodput_bps"]].sum()
+    data: list[dict[str, Any]] = []
     for f, g in per_flow.groupby("flow"):
-        x = (g["start_time_ns"] - t0_ns) / 1e9
-        fig.add_trace(go.Scatter(x=x, y=g["throughput_bps"] / 1e6, name=label[int(f)], legendgroup=str(f),
-                                 mode="lines"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=g["goodput_bps"] / 1e6, name=label[int(f)], legendgroup=str(f),
-                                 showlegend=False, mode="lines"), row=2, col=1)
+        x = np.round((g["start_time_ns"].to_numpy() - t0_ns) / 1e9, 6).tolist()
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(g["throughput_bps"] / 1e6, 6).tolist(),
+                     "name": label[int(f)], "legendgroup": str(f), "xaxis": "x", "yaxis": "y3"})
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(g["goodput_bps"] / 1e6, 6).tolist(),
+                     "name": label[int(f)], "legendgroup": str(f), "showlegend": False, "xaxis": "x", "yaxis": "y2"})
     for f in np.unique(rtt_sample[:, rt.R_FLOW]) if rtt_sample.size else []:
         m = rtt_sample[:, rt.R_FLOW] == f
-        fig.add_trace(go.Scattergl(x=(rtt_sample[m, rt.R_TIME] - t0_ns) / 1e9, y=rtt_sample[m, rt.R_RTT] / 1e6,
-                                   name=label[int(f)], legendgroup=str(f), showlegend=False, mode="markers",
-                                   marker={"size": 3}), row=3, col=1)
-    fig.update_yaxes(title_text="Mbit/s", row=1, col=1)
-    fig.update_yaxes(title_text="Mbit/s", row=2, col=1)
-    fig.update_yaxes(title_text="ms", row=3, col=1)
-    fig.update_xaxes(title_text="time since first packet (s)", row=3, col=1)
+        data.append({"type": "scattergl", "mode": "markers", "marker": {"size": 3},
+                     "x": np.round((rtt_sample[m, rt.R_TIME] - t0_ns) / 1e9, 6).tolist(),
+                     "y": np.round(rtt_sample[m, rt.R_RTT] / 1e6, 6).tolist(), "name": label[int(f)],
+                     "legendgroup": str(int(f)), "showlegend": False, "xaxis": "x", "yaxis": "y"})
+
     def fmt(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.4f}"
 
-    fig.update_layout(height=900, title=(
-        f"TCP flows, rule {rule}; Jain's index of per-flow mean goodputs {fmt(fair['jain_of_means'])}, mean of "
-        f"per-interval indices {fmt(fair['jain_mean_of_intervals'])} (bulk flows {fair['bulk_flows']})"))
-    save_figure(fig, out, "report", formats=("html",))
+    ms = f"{bin_ns / 1e6:g} ms"
+    layout = {
+        "height": 900,
+        "title": {"text": f"TCP flows (rule {rule}); Jain's index of per-flow mean goodputs "
+                          f"{fmt(fair['jain_of_means'])}, mean of per-{ms} indices "
+                          f"{fmt(fair['jain_mean_of_intervals'])} (bulk flows {fair['bulk_flows']})"},
+        "xaxis": {"title": {"text": "time since first packet (s)"}, "anchor": "y"},
+        "yaxis": {"title": {"text": "RTT (ms)"}, "domain": [0.0, 0.3]},
+        "yaxis2": {"title": {"text": f"goodput per {ms} (Mbit/s)"}, "domain": [0.35, 0.65]},
+        "yaxis3": {"title": {"text": f"throughput per {ms} (Mbit/s)"}, "domain": [0.7, 1.0]},
+    }
+    doc = json.dumps({"data": data, "layout": layout}, allow_nan=False)
+    (out / "report.html").write_text(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchbook tcp</title>"
+        "<script src=\"plotly.min.js\"></script></head><body><div id=\"report\"></div><p>Throughput: wire bytes; "
+        "goodput: payload seen for the first time (sequence coverage); RTT: TS echo and data-to-ACK (Karn) "
+        "samples, evenly thinned to at most " + str(RTT_PLOT_POINTS) + " points.</p><script>var fig = " + doc
+        + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script></body></html>\n", encoding="utf-8")
 
 
 def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",

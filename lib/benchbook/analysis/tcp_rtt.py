@@ -31,93 +31,93 @@ N_R = 6
 
 
 @njit(cache=True, inline="always")
-def ts_push(ring, meta, hi, tsval, ts_ns):
-    """Remember a TSval (meta[hi] = head, meta[hi+1] = count); only values newer than the last one."""
-    head = meta[hi]
-    count = meta[hi + 1]
+def ts_push(ring, meta, f, d, hi, tsval, ts_ns):
+    """Remember a TSval (meta[f, d, hi] = head, meta[f, d, hi+1] = count); only values newer than the last one."""
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
     if count > 0:
-        last = ring[(head + count - 1) % TS_RING, 0]
-        d = (tsval - last) & 0xFFFFFFFF
-        if d == 0 or d >= 0x80000000:
+        last = ring[f, d, (head + count - 1) % TS_RING, 0]
+        delta = (tsval - last) & 0xFFFFFFFF
+        if delta == 0 or delta >= 0x80000000:
             return
     if count == TS_RING:
         head = (head + 1) % TS_RING
         count -= 1
     k = (head + count) % TS_RING
-    ring[k, 0] = tsval
-    ring[k, 1] = ts_ns
-    meta[hi] = head
-    meta[hi + 1] = count + 1
+    ring[f, d, k, 0] = tsval
+    ring[f, d, k, 1] = ts_ns
+    meta[f, d, hi] = head
+    meta[f, d, hi + 1] = count + 1
 
 
 @njit(cache=True, inline="always")
-def ts_echo(ring, meta, hi, tsecr, ts_ns):
+def ts_echo(ring, meta, f, d, hi, tsecr, ts_ns):
     """RTT in ns of the first echo of a remembered TSval, else -1."""
-    head = meta[hi]
-    count = meta[hi + 1]
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
     rtt = np.int64(-1)
     while count > 0:
-        v = ring[head, 0]
-        d = (tsecr - v) & 0xFFFFFFFF
-        if d >= 0x80000000:  # tsecr older than every remembered value
+        v = ring[f, d, head, 0]
+        delta = (tsecr - v) & 0xFFFFFFFF
+        if delta >= 0x80000000:  # tsecr older than every remembered value
             break
-        if d == 0:
-            rtt = ts_ns - ring[head, 1]
+        if delta == 0:
+            rtt = ts_ns - ring[f, d, head, 1]
             head = (head + 1) % TS_RING
             count -= 1
             break
         head = (head + 1) % TS_RING
         count -= 1
-    meta[hi] = head
-    meta[hi + 1] = count
+    meta[f, d, hi] = head
+    meta[f, d, hi + 1] = count
     return rtt
 
 
 @njit(cache=True, inline="always")
-def seg_push(ring, meta, hi, end, ts_ns):
-    head = meta[hi]
-    count = meta[hi + 1]
+def seg_push(ring, meta, f, d, hi, end, ts_ns):
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
     if count == SEG_RING:
         head = (head + 1) % SEG_RING
         count -= 1
     k = (head + count) % SEG_RING
-    ring[k, 0] = end
-    ring[k, 1] = ts_ns
-    meta[hi] = head
-    meta[hi + 1] = count + 1
+    ring[f, d, k, 0] = end
+    ring[f, d, k, 1] = ts_ns
+    meta[f, d, hi] = head
+    meta[f, d, hi + 1] = count + 1
 
 
 @njit(cache=True, inline="always")
-def seg_mark_resent(ring, meta, hi, start, end):
+def seg_mark_resent(ring, meta, f, d, hi, start, end):
     """Karn: flag every remembered segment overlapping [start, end) as sent again."""
-    head = meta[hi]
-    count = meta[hi + 1]
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
     prev_end = np.int64(-(1 << 62))
     for j in range(count):
         k = (head + j) % SEG_RING
-        e = ring[k, 0]
+        e = ring[f, d, k, 0]
         if prev_end >= end:
             break
-        if e > start and ring[k, 1] > 0:
-            ring[k, 1] = -ring[k, 1]
+        if e > start and ring[f, d, k, 1] > 0:
+            ring[f, d, k, 1] = -ring[f, d, k, 1]
         prev_end = e
 
 
 @njit(cache=True, inline="always")
-def seg_ack(ring, meta, hi, ack, ts_ns):
+def seg_ack(ring, meta, f, d, hi, ack, ts_ns):
     """Consume the segments a cumulative ACK covers; the RTT of the last one if Karn allows, else -1."""
-    head = meta[hi]
-    count = meta[hi + 1]
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
     rtt = np.int64(-1)
-    while count > 0 and ring[head, 0] <= ack:
-        if ring[head, 0] == ack and ring[head, 1] > 0:
-            rtt = ts_ns - ring[head, 1]
+    while count > 0 and ring[f, d, head, 0] <= ack:
+        if ring[f, d, head, 0] == ack and ring[f, d, head, 1] > 0:
+            rtt = ts_ns - ring[f, d, head, 1]
         else:
             rtt = -1
         head = (head + 1) % SEG_RING
         count -= 1
-    meta[hi] = head
-    meta[hi + 1] = count
+    meta[f, d, hi] = head
+    meta[f, d, hi + 1] = count
     return rtt
 
 
