@@ -79,8 +79,6 @@ def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
             finally:
                 browser.close()
     finally:
-        if not had_checkpoints:  # JupyterLab checkpoints a notebook it opens
-            shutil.rmtree(checkpoints, ignore_errors=True)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
@@ -88,6 +86,8 @@ def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+        if not had_checkpoints:  # JupyterLab checkpoints a notebook it opens
+            shutil.rmtree(checkpoints, ignore_errors=True)
     with pytest.raises(OSError):
         _sessions(base, token)
     assert (REPO_ROOT / "notebooks" / NOTEBOOK).read_bytes() == notebook_before, "opening the notebook rewrote it"
