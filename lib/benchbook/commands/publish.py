@@ -1,7 +1,7 @@
 """`benchbook publish [ID|RUN ...|--all] -o SITE [--raw copy|link|none]`: a static site of runs.
 
     benchbook publish --all -o SITE                 every finished run under the runs directory
-    benchbook publish wiedner-itc23-table3 -o SITE  every run of that figure (history included)
+    benchbook publish FIGURE_ID -o SITE             every run of that figure (history included)
     benchbook publish RUN_DIR ... -o SITE           chosen runs (directory, <experiment>/<run-id>, run id)
     --since 2026-11-22T16:00:00Z                    only runs started at or after that time
     --raw copy|link|none                            raw data (raw/, captures): copied, symlinked, or
