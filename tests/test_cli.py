@@ -48,3 +48,30 @@ def test_error_classes_keep_their_second_base(tmp_path: Path) -> None:
         read_moongen_histogram(bad)
     assert isinstance(info.value, BenchbookError) and isinstance(info.value, ValueError)
     assert issubclass(HistInputError, BenchbookError) and issubclass(HistInputError, ValueError)
+
+
+CRASHING = """
+import sys
+from benchbook import cli
+
+@cli.app.command("crash")
+def crash() -> None:
+    {}.get("a")["b"]  # an unexpected TypeError inside a command
+
+cli.main(sys.argv[1:])
+"""
+
+
+def test_unexpected_exception_is_one_line_and_a_log_file(tmp_path: Path) -> None:
+    import os
+
+    env = dict(os.environ, BENCHBOOK_LOG_DIR=str(tmp_path / "logs"))
+    r = subprocess.run([sys.executable, "-c", CRASHING, "crash"], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("benchbook: unexpected error: TypeError: 'NoneType' object is not subscriptable")
+    logs = list((tmp_path / "logs").glob("crash-*.log"))
+    assert len(logs) == 1 and str(logs[0]) in r.stderr
+    text = logs[0].read_text()
+    assert text.startswith("benchbook crash\n") and "Traceback" in text and "TypeError" in text
