@@ -58,3 +58,16 @@ def test_live_client_reports_its_cca_and_retransmit_counter() -> None:
     assert rep.cca_sender == "reno"
     assert rep.streams[0].bytes_sent > 0
     assert rep.streams[0].retransmits is not None
+
+
+def test_late_timer_intervals_are_rebinned_on_a_fixed_grid() -> None:
+    # iperf3's timer fired late: a 0.5 ms interval between two long ones (rates would spike to 20 Gbit/s)
+    rep = iperf3.Iperf3Report(source="late", cca_sender="cubic", cca_receiver="cubic", reverse=False, num_streams=1,
+                              start_unix_s=None)
+    for n, (a, b, byts) in enumerate([(0.0, 0.3, 3_000_000), (0.3, 0.3005, 1_000_000), (0.3005, 0.6, 2_000_000),
+                                      (0.6, 0.75, 500_000)]):
+        rep.intervals.append({"interval": n, "socket": 5, "start_s": a, "end_s": b, "bytes": byts,
+                              "bps": byts * 8 / (b - a), "omitted": False})
+    s = iperf3.flow_series(rep, interval_s=0.3)
+    assert s.flows == ["cubic#5"] and s.interval_ns == 300_000_000
+    assert s.bps[:, 0].tolist() == pytest.approx([3_000_000 * 8 / 0.3, 3_000_000 * 8 / 0.3])   # 0.75 s: 2 full bins

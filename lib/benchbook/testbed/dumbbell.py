@@ -106,6 +106,7 @@ class FlowResult:
     cca_reported: str | None
     extra_delay_ms: float
     report: iperf3.Iperf3Report
+    raw_json: str = ""          # the report as iperf3 printed it
 
     @property
     def receiver_bps(self) -> float | None:
@@ -235,7 +236,8 @@ class Dumbbell:
             rep = cl.wait(timeout_s=duration_s + 60 + start_gap_s * len(self.flows))
             if rep.cca_sender != flow.cca:
                 raise NotRunnable(f"flow {i}: asked for {flow.cca}, iperf3 reports {rep.cca_sender}")
-            results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep))
+            results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
+                                      cl.command.output("stdout")))
         stats = tc.qdisc_stats(tb.host("rtr"), self.ifname("rb"))
         return {"flows": results, "qdisc": [q.as_dict() for q in stats], "started_unix_s": t0,
                 "record": self.record()}

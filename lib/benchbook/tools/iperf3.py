@@ -140,20 +140,43 @@ def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
     return rep
 
 
-def flow_series(report: Iperf3Report, label: str | None = None) -> FlowSeries:
-    """One flow per stream (named ``<label or cca>#<socket>``) with each interval's bits per second; the
-    interval grid is the report's nominal interval (the median interval length, to 0.1 ms)."""
+def flow_series(report: Iperf3Report, label: str | None = None, interval_s: float | None = None) -> FlowSeries:
+    """One flow per stream (named ``<label or cca>#<socket>``) on a fixed grid of ``interval_s`` (default: the
+    median interval length, to 0.1 ms) from the start of the test. iperf3's own intervals drift and can be
+    a fraction of a millisecond long when its timer fires late, so each interval's bytes are spread evenly
+    over its [start, end) and added into the grid bins it overlaps; only bins the stream covers completely
+    are kept (a partial last bin would understate the rate)."""
     rows = [r for r in report.intervals if not r["omitted"]]
     if not rows:
         raise Iperf3Error(f"{report.source}: no intervals (run with -i)")
-    lengths = sorted(r["end_s"] - r["start_s"] for r in rows)
-    interval_ns = int(round(lengths[len(lengths) // 2] * 1e4)) * 100_000
-    if interval_ns <= 0:
+    if interval_s is None:
+        lengths = sorted(r["end_s"] - r["start_s"] for r in rows)
+        interval_s = round(lengths[len(lengths) // 2] * 1e4) / 1e4
+    if interval_s <= 0:
         raise Iperf3Error(f"{report.source}: intervals of zero length")
+    interval_ns = int(round(interval_s * 1e9))
     name = label or report.cca_sender or "iperf3"
-    return FlowSeries.from_columns([f"{name}#{r['socket']}" for r in rows],
-                                   [r["interval"] * interval_ns for r in rows], [r["bps"] for r in rows],
-                                   interval_ns=interval_ns, source=report.source)
+    flows, starts, values = [], [], []
+    for sock in sorted({r["socket"] for r in rows}):
+        mine = [r for r in rows if r["socket"] == sock]
+        span_ns = max(int(round(r["end_s"] * 1e9)) for r in mine)
+        n_bins = span_ns // interval_ns
+        acc = [0.0] * n_bins
+        for r in mine:
+            a_ns, b_ns = int(round(r["start_s"] * 1e9)), int(round(r["end_s"] * 1e9))
+            if b_ns <= a_ns:
+                continue
+            for k in range(a_ns // interval_ns, min(n_bins, (b_ns - 1) // interval_ns + 1)):
+                lo, hi = max(a_ns, k * interval_ns), min(b_ns, (k + 1) * interval_ns)
+                if hi > lo:
+                    acc[k] += r["bytes"] * (hi - lo) / (b_ns - a_ns)
+        for k, byts in enumerate(acc):
+            flows.append(f"{name}#{sock}")
+            starts.append(k * interval_ns)
+            values.append(byts * 8 / interval_s)
+    if not flows:
+        raise Iperf3Error(f"{report.source}: shorter than one interval of {interval_s:g} s")
+    return FlowSeries.from_columns(flows, starts, values, interval_ns=interval_ns, source=report.source)
 
 
 def read_report(path: Path | str) -> Iperf3Report:

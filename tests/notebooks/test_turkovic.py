@@ -1,0 +1,75 @@
+"""Turković Table 5.1 entry: the registry holds the printed numbers; a short reproduction as root runs the
+dumbbell, shows the published and measured values side by side, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchbook.commands.reproduce import EXIT_MISMATCH, EXIT_PARTIAL, EXIT_REPRODUCED
+from benchbook.reproduce.registry import load_entry
+from conftest import require_program, require_root
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENTRY = "turkovic-diss-table5-1"
+CLAIM = ["Cubic vs BBR: Cubic average throughput", "Cubic vs BBR: BBR average throughput",
+         "Cubic vs BBR: average Jain index"]
+
+
+def test_registry_holds_the_printed_numbers() -> None:
+    entry = load_entry(ENTRY)
+    values = {p.name: p.value for p in entry.published}
+    assert [values[n] for n in CLAIM] == [85.05, 7.89, 0.59]
+    assert values["Cubic vs Cubic: average Jain index"] == 0.95
+    assert values["BBR vs BBR: average Jain index"] == 0.86
+    assert all(p.tolerance_abs is not None and p.note for p in entry.published if p.name in CLAIM)
+    assert list(entry.claim_rows) == CLAIM
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
+    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", ENTRY, *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_dry_run_lists_the_commands_and_measures_nothing(tmp_path: Path) -> None:
+    r = _run(tmp_path, "--dry-run")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "iperf3 -c 198.19.0.1 -p 5202 -t 30 -i 0.3 -C cubic -J" in r.stdout
+    assert "pfifo limit 1000" in r.stdout and "htb rate 100000000bit" in r.stdout
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_short_reproduction_shows_published_beside_measured_and_leaves_nothing(tmp_path: Path) -> None:
+    require_root()
+    require_program("iperf3")
+    from benchbook.testbed.cleanup import leftovers
+
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text()
+    r = _run(tmp_path, "-p", "duration_s=5", "-p", "repetitions=1")
+    assert r.returncode in (EXIT_REPRODUCED, EXIT_MISMATCH, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = sorted((tmp_path / ENTRY).iterdir())
+    verdict = json.loads((run / "verdict.json").read_text())
+    rows = {row["name"]: row for row in verdict["rows"]}
+    for name in CLAIM:
+        assert rows[name]["published"] is not None and rows[name]["computed"] is not None, rows[name]
+        assert rows[name]["status"] in ("match", "mismatch") and rows[name]["tolerance"]
+    assert rows["Cubic vs BBR: Cubic average throughput"]["computed"] > rows["Cubic vs BBR: BBR average throughput"][
+        "computed"] > 0
+    vegas = [row for row in verdict["rows"] if "Vegas" in row["name"]]
+    if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():
+        assert vegas and all(row["status"] == "not derivable" and "tcp_vegas" in row["note"] for row in vegas)
+        assert verdict["outcome"] in ("partial", "mismatch")
+    metrics = json.loads((run / "metrics.json").read_text())
+    tokens = {m["token"] for m in metrics["runs"]}
+    assert tokens and None not in tokens
+    assert leftovers(tokens) == leftovers(set())
+    assert Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text() == allowed
+    assert metrics["link_emulation"]["congestion_control"]["allowed_before"] == allowed.strip()
