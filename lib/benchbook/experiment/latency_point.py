@@ -505,24 +505,25 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float,
                worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per runnable mode: the worst repetition's exact percentile ladder at one rate."""
     series, runs = {}, []
-    for mode in result["params"]["cgroup_modes"]:
-        p = worst_repetition(complete_points(result, mode, rate_pps), worst_by)
-        if p is None:
-            continue
+    for p in _worst_per_mode(result, rate_pps, worst_by):
         _, lat = load_latencies(Path(output_dir), p)
         series[point_label(p)] = exact_ladder(lat)
         runs.append(p["dir"])
     return series, runs
 
 
+def _worst_per_mode(result: dict[str, Any], rate_pps: float, worst_by: str) -> list[dict[str, Any]]:
+    """The worst complete repetition of each mode at one rate (modes without one are left out)."""
+    worst = (worst_repetition(complete_points(result, mode, rate_pps), worst_by)
+             for mode in result["params"]["cgroup_modes"])
+    return [p for p in worst if p is not None]
+
+
 def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float, n: int = 5000,
                  worst_by: str = "max") -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Per mode: the n worst latencies of the worst repetition, against seconds since its first packet."""
     series, runs = {}, []
-    for mode in result["params"]["cgroup_modes"]:
-        p = worst_repetition(complete_points(result, mode, rate_pps), worst_by)
-        if p is None:
-            continue
+    for p in _worst_per_mode(result, rate_pps, worst_by):
         t, lat = load_latencies(Path(output_dir), p)
         if len(lat) == 0:
             continue
