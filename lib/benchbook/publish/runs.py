@@ -79,7 +79,7 @@ class PublishedRun:
         if outcome == "failed":
             return "failed"
         if total == 0:
-            return "figure only" if c.get("figure only") else "nothing to compare"
+            return "figure only" if c.get("figure only") else "no published values to compare"
         if outcome == "reproduced":
             return f"{match}/{total} values match"
         if outcome == "partial":
