@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,12 +71,8 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
     iv_parts: list[np.ndarray] = []
     messages: list[str] = []
 
-    def drain_rtt() -> None:
-        n = int(c[tf.C_NRTT])
-        if n == 0:
-            return
-        rows = state["rtt"][:n].copy()
-        c[tf.C_NRTT] = 0
+    def consume_rtt(rows: np.ndarray) -> None:
+        n = rows.shape[0]
         key = rows[:, rt.R_FLOW] * 2 + rows[:, rt.R_DIR]
         present = np.flatnonzero(np.bincount(key)) if int(key.max()) < (1 << 20) else np.unique(key)
         if present.size <= 32:
@@ -93,6 +90,28 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         if on_rtt is not None:
             on_rtt(rows)
 
+    # RTT blocks are consumed (histograms, on_rtt) in one background thread while the kernel (nogil) goes on;
+    # at most one block waits, so memory stays bounded.
+    pending: list[Future] = []
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcp-rtt")
+
+    def drain_rtt() -> None:
+        n = int(c[tf.C_NRTT])
+        if n == 0:
+            return
+        rows = state["rtt"][:n].copy()
+        c[tf.C_NRTT] = 0
+        if pending:
+            pending.pop().result()
+        pending.append(worker.submit(consume_rtt, rows))
+
+    def finish_rtt() -> None:
+        try:
+            while pending:
+                pending.pop().result()
+        finally:
+            worker.shutdown(wait=True)
+
     def drain_iv() -> None:
         n = int(c[tf.C_NIV])
         if n:
@@ -100,40 +119,44 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
             c[tf.C_NIV] = 0
 
     files = [str(p) for p in paths]
-    for file_index, path in enumerate(files):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", CaptureWarning)
-            for chunk in open_capture(path, chunk_packets=chunk_packets):
-                if chunk.linktype not in SUPPORTED_LINKTYPES:
-                    raise TcpAnalysisError(
-                        f"{path}: at byte offset {int(chunk.file_offsets[0])}: link type {chunk.linktype} is not "
-                        f"supported: expected one of {', '.join(f'{k} ({v})' for k, v in SUPPORTED_LINKTYPES.items())}")
-                i = 0
-                while True:
-                    i, status = tf.process(
-                        chunk.ts_ns, chunk.caplen, chunk.wirelen, chunk.offsets, chunk.file_offsets, chunk.data,
-                        chunk.linktype, file_index, i, bin_ns, rule_no, state["fl"], state["st"], state["holes"],
-                        state["tsr"], state["sgr"], state["slots"], state["iv"], state["rtt"], c)
-                    if status == tf.DONE:
-                        break
-                    if status == tf.GROW_FLOWS:
-                        tf.grow_flows(state)
-                    elif status == tf.FLUSH_IV:
-                        drain_iv()
-                    elif status == tf.FLUSH_RTT:
-                        drain_rtt()
-        for w in caught:
-            if issubclass(w.category, CaptureWarning):
-                messages.append(str(w.message))
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    nflows = int(c[tf.C_NFLOWS])
-    drain_iv()
-    if state["iv"].shape[0] < 2 * nflows + 2:
-        state["iv"] = np.zeros((2 * nflows + 2, tf.N_IV), np.int64)
-    tf.flush_all(state["st"], nflows, state["iv"], c)
-    drain_iv()
-    drain_rtt()
+    try:
+        for file_index, path in enumerate(files):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", CaptureWarning)
+                for chunk in open_capture(path, chunk_packets=chunk_packets, recycle=2):
+                    if chunk.linktype not in SUPPORTED_LINKTYPES:
+                        known = ", ".join(f"{k} ({v})" for k, v in SUPPORTED_LINKTYPES.items())
+                        raise TcpAnalysisError(
+                            f"{path}: at byte offset {int(chunk.file_offsets[0])}: link type {chunk.linktype} is not "
+                            f"supported: expected one of {known}")
+                    i = 0
+                    while True:
+                        i, status = tf.process(
+                            chunk.ts_ns, chunk.caplen, chunk.wirelen, chunk.offsets, chunk.file_offsets, chunk.data,
+                            chunk.linktype, file_index, i, bin_ns, rule_no, state["fl"], state["st"], state["holes"],
+                            state["tsr"], state["sgr"], state["slots"], state["iv"], state["rtt"], c)
+                        if status == tf.DONE:
+                            break
+                        if status == tf.GROW_FLOWS:
+                            tf.grow_flows(state)
+                        elif status == tf.FLUSH_IV:
+                            drain_iv()
+                        elif status == tf.FLUSH_RTT:
+                            drain_rtt()
+            for w in caught:
+                if issubclass(w.category, CaptureWarning):
+                    messages.append(str(w.message))
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        nflows = int(c[tf.C_NFLOWS])
+        drain_iv()
+        if state["iv"].shape[0] < 2 * nflows + 2:
+            state["iv"] = np.zeros((2 * nflows + 2, tf.N_IV), np.int64)
+        tf.flush_all(state["st"], nflows, state["iv"], c)
+        drain_iv()
+        drain_rtt()
+    finally:
+        finish_rtt()
     counters = {name: int(c[k]) for name, k in (
         ("packets", tf.C_PKTS), ("tcp_packets", tf.C_TCP), ("non_tcp_packets", tf.C_NOT_TCP),
         ("malformed_packets", tf.C_MALFORMED), ("flows", tf.C_NFLOWS), ("backwards_timestamps", tf.C_BACKWARDS),
