@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -50,10 +49,8 @@ def iperf_capture(tmp_path_factory) -> tuple[Path, dict]:
         dump = tb.host("s1").start(["tcpdump", "-i", tb.ifname("s1e"), "-s", "128", "-U", "-w", str(pcap),
                                     "tcp"], what="tcpdump", merge_stderr=True)
         assert dump.wait_for("listening", timeout_s=10.0)
-        time.sleep(0.5)
         client = tb.run("s1", ["iperf3", "-c", "198.19.0.1", "-t", "3", "-P", "2", "-C", "cubic", "-J"],
                         timeout_s=60.0)
-        time.sleep(0.5)
         dump.interrupt_and_wait(10.0)
         server.wait(timeout_s=10.0)
     return pcap, json.loads(client.stdout)
