@@ -390,3 +390,30 @@ def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:
     r = df[df["dport"] == 443].iloc[0]
     assert (r.src, r.dst, r.ip_version, r.orig_payload_bytes) == ("::1", "::2", 6, 10)
     assert tf.MAX_HOLES >= 8
+
+
+def test_memory_bounded_by_concurrent_flows(tmp_path: Path) -> None:
+    """5000 short connections one after another (SYN, SYN-ACK, data, FIN both ways; one every 0.5 s): flows
+    finished for longer than the close timeout (5 s) leave the table, so it stays at its initial 64 slots while
+    every flow is still reported with its bytes."""
+    frames, ts = [], []
+    t = 0
+    for k in range(5000):
+        port = 1024 + k
+        for fr in (_frame(A, B, port, 80, 100, 0, 0x02), _frame(B, A, 80, port, 500, 101, 0x12),
+                   _frame(A, B, port, 80, 101, 501, 0x18, b"q" * (k % 50 + 1)),
+                   _frame(A, B, port, 80, 102 + k % 50, 501, 0x11), _frame(B, A, 80, port, 501, 103 + k % 50, 0x11)):
+            frames.append(fr)
+            ts.append(t)
+            t += 100_000_000
+    p = tmp_path / "short.pcap"
+    write_pcap(p, ts, frames)
+    tp = run_pass([p])
+    assert tp.counters["flows"] == 5000
+    assert tp.counters["evicted_flows"] > 4000
+    assert tp.counters["flow_table_slots"] == 64
+    df = flow_table(tp)
+    assert df["sport"].tolist() == [1024 + k for k in range(5000)]
+    assert df["orig_unique_bytes"].tolist() == [k % 50 + 1 for k in range(5000)]
+    assert (df["handshake"] == "complete").all()  # the data segment ACKs the SYN-ACK
+    assert (df["handshake_rtt_ns"] == 200_000_000).all()

@@ -8,9 +8,9 @@ sequence (``MAX_HOLES`` holes; a full list forgets its lowest hole, whose bytes 
 per-interval accumulators and the RTT rings (:mod:`benchbook.analysis.tcp_rtt`).
 
 The kernel stops before a packet when the flow table or an output buffer needs room; the driver grows or
-drains them and calls it again from that packet. Interval rows are flushed when a direction's packet falls
-into a new bin; rows of one (flow, direction, bin) can appear twice only if timestamps go backwards, and the
-driver sums them. Bins are ``(t - t0) // bin_ns`` on integer nanoseconds, t0 = first packet of the run.
+drains them (or evicts finished flows, see ``evictable``) and calls it again from that packet. Interval rows
+are flushed when a direction's packet falls into a new bin; rows of one (flow, direction, bin) can appear
+twice only if timestamps go backwards, and the driver sums them. Bins are ``(t - t0) // bin_ns`` on integer nanoseconds, t0 = first packet of the run.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ DONE, GROW_FLOWS, FLUSH_IV, FLUSH_RTT = 0, 1, 2, 3
 
 # flow slots (fl[f, ...])
 (FL_OA_HI, FL_OA_LO, FL_RA_HI, FL_RA_LO, FL_OPORT, FL_RPORT, FL_IPV, FL_FIRST_TS, FL_LAST_TS, FL_SYN_TS,
- FL_SYNACK_TS, FL_ACK3_TS, FL_HS, FL_FIRST_OFF, FL_FIRST_FILE, FL_SYNACK_SEQ) = range(16)
-N_FL = 16
+ FL_SYNACK_TS, FL_ACK3_TS, FL_HS, FL_FIRST_OFF, FL_FIRST_FILE, FL_SYNACK_SEQ, FL_GID) = range(17)
+N_FL = 17
 
 # direction slots (st[f, d, ...])
 (S_PKTS, S_WIRE, S_PAY, S_PSEGS, S_ISN, S_HIGH, S_INIT, S_SYNS, S_FINS, S_RSTS, S_NEW, S_RX_Z, S_RX_WS, S_OOO_WS,
@@ -51,8 +51,8 @@ IV_NAMES = ("packets", "wire_bytes", "payload_bytes", "goodput_bytes", "retransm
 
 # run counters
 (C_PKTS, C_TCP, C_NOT_TCP, C_MALFORMED, C_MAL_OFF, C_MAL_FILE, C_NFLOWS, C_NIV, C_NRTT, C_T0, C_BACKWARDS,
- C_LAST_TS, C_HOLE_OVERFLOW) = range(13)
-N_C = 13
+ C_LAST_TS, C_HOLE_OVERFLOW, C_NEXT_GID) = range(14)
+N_C = 14
 
 HASH_M1 = np.uint64(0x9E3779B97F4A7C15)
 HASH_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -87,6 +87,41 @@ def grow_flows(state: dict[str, np.ndarray]) -> None:
     slots = np.full(8 * n, -1, np.int64)
     _rehash(state["fl"], int(state["c"][C_NFLOWS]), slots)
     state["slots"] = slots
+
+
+CLOSE_TIMEOUT_NS = 5_000_000_000
+IDLE_TIMEOUT_NS = 300_000_000_000
+
+
+def evictable(state: dict[str, np.ndarray], close_timeout_ns: int = CLOSE_TIMEOUT_NS,
+              idle_timeout_ns: int = IDLE_TIMEOUT_NS) -> np.ndarray:
+    """Table slots of finished flows: RST seen or FIN seen both ways, and nothing for ``close_timeout_ns``; or
+    nothing at all for ``idle_timeout_ns`` (a later packet of the same endpoints then starts a new flow)."""
+    c = state["c"]
+    n = int(c[C_NFLOWS])
+    fl, st = state["fl"][:n], state["st"][:n]
+    idle = c[C_LAST_TS] - fl[:, FL_LAST_TS]
+    closed = (st[:, :, S_RSTS].sum(axis=1) > 0) | ((st[:, 0, S_FINS] > 0) & (st[:, 1, S_FINS] > 0))
+    return np.flatnonzero((closed & (idle > close_timeout_ns)) | (idle > idle_timeout_ns))
+
+
+def evict(state: dict[str, np.ndarray], slots_out: np.ndarray) -> dict[str, np.ndarray]:
+    """Take the given slots out of the table (their open bins must be flushed already); returns their rows of
+    fl, st and holes (the small per-flow state the report needs) and compacts the table."""
+    c = state["c"]
+    n = int(c[C_NFLOWS])
+    keep = np.ones(n, bool)
+    keep[slots_out] = False
+    gone = {k: state[k][slots_out].copy() for k in ("fl", "st", "holes")}
+    live = np.flatnonzero(keep)
+    for k in ("fl", "st", "holes", "tsr", "sgr"):
+        arr = state[k]
+        arr[: live.size] = arr[live]
+        arr[live.size : n] = 0
+    c[C_NFLOWS] = live.size
+    state["slots"].fill(-1)
+    _rehash(state["fl"], live.size, state["slots"])
+    return gone
 
 
 @njit(cache=True, inline="always")
@@ -187,10 +222,10 @@ def _cover(holes, st, f, d, start, end, c):
 
 
 @njit(cache=True, inline="always")
-def _flush_bin(f, d, st, iv, c):
+def _flush_bin(f, d, fl, st, iv, c):
     if st[f, d, B_PKTS] > 0 or st[f, d, B_ACKS] > 0:
         r = c[C_NIV]
-        iv[r, IV_FLOW] = f
+        iv[r, IV_FLOW] = fl[f, FL_GID]
         iv[r, IV_DIR] = d
         iv[r, IV_BIN] = st[f, d, S_CUR_BIN]
         for k in range(B_FIRST, B_LAST + 1):
@@ -200,9 +235,9 @@ def _flush_bin(f, d, st, iv, c):
 
 
 @njit(cache=True, inline="always")
-def _rtt_row(rtt, c, f, d, ts, v, kind, infl):
+def _rtt_row(rtt, c, gid, d, ts, v, kind, infl):
     r = c[C_NRTT]
-    rtt[r, rt.R_FLOW] = f
+    rtt[r, rt.R_FLOW] = gid
     rtt[r, rt.R_DIR] = d
     rtt[r, rt.R_TIME] = ts
     rtt[r, rt.R_RTT] = v
@@ -269,6 +304,8 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
         if f == -1:
             f = c[C_NFLOWS]
             c[C_NFLOWS] = f + 1
+            fl[f, FL_GID] = c[C_NEXT_GID]
+            c[C_NEXT_GID] += 1
             slots[h] = f
             rev = (flags & tp.SYN) != 0 and (flags & tp.ACK) != 0
             if rev:
@@ -330,7 +367,7 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
         st[f, d, S_IPBYTES] += p[tp.P_IPLEN]
         b = (t - c[C_T0]) // bin_ns
         if b != st[f, d, S_CUR_BIN]:
-            _flush_bin(f, d, st, iv, c)
+            _flush_bin(f, d, fl, st, iv, c)
             st[f, d, S_CUR_BIN] = b
         st[f, d, B_PKTS] += 1
         st[f, d, B_WIRE] += wire
@@ -430,21 +467,22 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                 st[f, od, S_DUPACKS] = 0
                 r = rt.seg_ack(sgr, st, f, od, S_SEG_HEAD, ack, t)
                 if r >= 0:
-                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_DATA_ACK, infl)
+                    _rtt_row(rtt, c, fl[f, FL_GID], 1 - d, t, r, rt.KIND_DATA_ACK, infl)
             elif ack == st[f, od, S_ACKED] and plen == 0 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0:
                 st[f, od, S_DUPACKS] += 1
                 st[f, od, S_DUPACK_TS] = t
             if p[tp.P_HAS_TS] and st[f, od, S_TS_COUNT] > 0:
                 r = rt.ts_echo(tsr, st, f, od, S_TS_HEAD, p[tp.P_TSECR], t)
                 if r >= 0:
-                    _rtt_row(rtt, c, f, 1 - d, t, r, rt.KIND_TS_ECHO, st[f, od, S_HIGH] - st[f, od, S_ACKED])
+                    _rtt_row(rtt, c, fl[f, FL_GID], 1 - d, t, r, rt.KIND_TS_ECHO,
+                             st[f, od, S_HIGH] - st[f, od, S_ACKED])
     return n, DONE
 
 
 @njit(cache=True, nogil=True)
-def flush_all(st, nflows, iv, c):
-    """Flush every direction's open bin (room for 2 * nflows rows must exist)."""
-    for f in range(nflows):
+def flush_flows(fl, st, flows, iv, c):
+    """Flush the open bins of the given table slots (room for 2 * len(flows) rows must exist)."""
+    for f in flows:
         for d in range(2):
-            _flush_bin(f, d, st, iv, c)
+            _flush_bin(f, d, fl, st, iv, c)
             st[f, d, S_CUR_BIN] = np.iinfo(np.int64).min

@@ -1,6 +1,7 @@
 """One streaming pass of the TCP analysis over one or more captures (read in the order given, as one trace).
 
-Memory: the flow table (a few tens of kB per flow), one capture chunk, the interval rows (one per flow,
+Memory: the flow table (about 20 kB per live flow; when it is full, flows finished for 5 s or idle for 300 s
+leave it and keep only their ~1 kB of counters), one capture chunk, the interval rows (one per flow,
 direction and bin) and one RTT-row buffer, which is handed to ``on_rtt`` whenever it fills, so the pass
 holds nothing per packet. Per flow direction the RTT samples also go into an HdrHistogram (min and mean
 exact, p99 to 3 significant figures).
@@ -118,6 +119,23 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
             iv_parts.append(state["iv"][:n].copy())
             c[tf.C_NIV] = 0
 
+    archive: list[dict[str, np.ndarray]] = []
+    peak = {"table": 0}
+
+    def make_room() -> None:
+        """Evict finished flows when at least a quarter of the table is finished, else grow it."""
+        out = tf.evictable(state)
+        if out.size * 4 >= int(c[tf.C_NFLOWS]):
+            drain_iv()
+            if state["iv"].shape[0] < 2 * out.size + 2:
+                state["iv"] = np.zeros((2 * out.size + 2, tf.N_IV), np.int64)
+            tf.flush_flows(state["fl"], state["st"], out, state["iv"], c)
+            drain_iv()
+            archive.append(tf.evict(state, out))
+        else:
+            tf.grow_flows(state)
+        peak["table"] = max(peak["table"], state["fl"].shape[0])
+
     files = [str(p) for p in paths]
     try:
         for file_index, path in enumerate(files):
@@ -138,7 +156,7 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
                         if status == tf.DONE:
                             break
                         if status == tf.GROW_FLOWS:
-                            tf.grow_flows(state)
+                            make_room()
                         elif status == tf.FLUSH_IV:
                             drain_iv()
                         elif status == tf.FLUSH_RTT:
@@ -152,7 +170,7 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         drain_iv()
         if state["iv"].shape[0] < 2 * nflows + 2:
             state["iv"] = np.zeros((2 * nflows + 2, tf.N_IV), np.int64)
-        tf.flush_all(state["st"], nflows, state["iv"], c)
+        tf.flush_flows(state["fl"], state["st"], np.arange(nflows), state["iv"], c)
         drain_iv()
         drain_rtt()
     finally:
@@ -161,6 +179,9 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         ("packets", tf.C_PKTS), ("tcp_packets", tf.C_TCP), ("non_tcp_packets", tf.C_NOT_TCP),
         ("malformed_packets", tf.C_MALFORMED), ("flows", tf.C_NFLOWS), ("backwards_timestamps", tf.C_BACKWARDS),
         ("hole_list_overflows", tf.C_HOLE_OVERFLOW))}
+    counters["flows"] = int(c[tf.C_NEXT_GID])
+    counters["flow_table_slots"] = max(peak["table"], int(state["fl"].shape[0]))
+    counters["evicted_flows"] = sum(int(a["fl"].shape[0]) for a in archive)
     if counters["packets"] == 0:
         raise TcpAnalysisError(f"{', '.join(files)}: no packets")
     if c[tf.C_MALFORMED]:
@@ -173,6 +194,11 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
     if counters["tcp_packets"] == 0:
         raise TcpAnalysisError(f"{', '.join(files)}: no TCP packets among {counters['packets']} packets")
     iv_rows = np.concatenate(iv_parts) if iv_parts else np.zeros((0, tf.N_IV), np.int64)
-    return TcpPass(files=files, bin_ns=bin_ns, rule=rule, fl=state["fl"][:nflows].copy(),
-                   st=state["st"][:nflows].copy(), holes=state["holes"][:nflows].copy(), iv_rows=iv_rows,
+    parts = archive + [{k: state[k][:nflows] for k in ("fl", "st", "holes")}]
+    fl = np.concatenate([a["fl"] for a in parts])
+    order = np.argsort(fl[:, tf.FL_GID], kind="stable")
+    assert np.array_equal(fl[order, tf.FL_GID], np.arange(fl.shape[0]))
+    return TcpPass(files=files, bin_ns=bin_ns, rule=rule, fl=fl[order],
+                   st=np.concatenate([a["st"] for a in parts])[order],
+                   holes=np.concatenate([a["holes"] for a in parts])[order], iv_rows=iv_rows,
                    counters=counters, t0_ns=int(c[tf.C_T0]), rtt_hist=hists, messages=messages)
