@@ -10,7 +10,8 @@ per-interval accumulators and the RTT rings (:mod:`benchbook.analysis.tcp_rtt`).
 The kernel stops before a packet when the flow table or an output buffer needs room; the driver grows or
 drains them (or evicts finished flows, see ``evictable``) and calls it again from that packet. Interval rows
 are flushed when a direction's packet falls into a new bin; rows of one (flow, direction, bin) can appear
-twice only if timestamps go backwards, and the driver sums them. Bins are ``(t - t0) // bin_ns`` on integer nanoseconds, t0 = first packet of the run.
+twice only if timestamps go backwards, and the driver sums them. Bins are ``(t - t0) // bin_ns`` on integer
+nanoseconds, t0 = first packet of the run.
 """
 
 from __future__ import annotations
