@@ -46,7 +46,14 @@ java-oracle:
 	  echo "java-oracle: could not fetch the HdrHistogram jar; its comparison tests skip"; \
 	else echo "java-oracle: no java/mvn; its comparison tests skip"; fi
 
-native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE))
+DELAYLINE := build/bb-delayline
+
+native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE)) $(if $(wildcard native/delayline/bb-delayline.c),$(DELAYLINE))
+
+$(DELAYLINE): native/delayline/bb-delayline.c
+	@mkdir -p build
+	$(CC) -O2 -Wall -Wextra -o $@ $<
+
 
 $(NATIVE): native/loadgen/bb-loadgen.c
 	@mkdir -p build

@@ -73,3 +73,23 @@ def test_short_reproduction_shows_published_beside_measured_and_leaves_nothing(t
     assert leftovers(tokens) == leftovers(set())
     assert Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text() == allowed
     assert metrics["link_emulation"]["congestion_control"]["allowed_before"] == allowed.strip()
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_figure_entry_draws_the_mixed_pair_and_marks_vegas_not_derivable(tmp_path: Path) -> None:
+    require_root()
+    require_program("iperf3")
+    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "turkovic-diss-fig5-5", "-p",
+                        "duration_s=3"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode in (EXIT_REPRODUCED, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = sorted((tmp_path / "turkovic-diss-fig5-5").iterdir())
+    verdict = json.loads((run / "verdict.json").read_text())
+    rows = {row["name"]: row for row in verdict["rows"]}
+    assert rows["Cubic vs BBR over time"]["status"] == "figure only"
+    assert {"cubic-bbr-throughput", "cubic-bbr-jain"} <= set(verdict["figures"])
+    assert (run / "cubic-bbr-jain.html").is_file()
+    if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():
+        assert rows["Cubic vs Vegas over time"]["status"] == "not derivable"

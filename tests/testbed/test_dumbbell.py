@@ -19,6 +19,10 @@ def test_topology_shape() -> None:
     assert topo.endpoint("s2e").address == "198.18.2.1/24"
     with pytest.raises(ValueError, match="1..8"):
         BUILTIN["dumbbell"](0)
+    delayed = BUILTIN["dumbbell"](2, (2,))
+    assert delayed.roles == ["s1", "s2", "d2", "rtr", "rcv"]
+    assert delayed.endpoint("d2a").promisc and delayed.endpoint("d2b").promisc
+    assert delayed.endpoint("r2").address == "198.18.2.254/24"
     with pytest.raises(ValueError, match="shaper"):
         LinkSpec(shaper="cake")
 
@@ -37,14 +41,42 @@ def _leftovers(token: str) -> list[str]:
 
 
 @pytest.mark.root
-def test_delay_without_netem_is_not_runnable_and_leaves_nothing() -> None:
+def test_jitter_without_netem_is_not_runnable_and_leaves_nothing() -> None:
     require_root()
     if probe_netem().ok:
-        pytest.skip("this kernel has netem: per-flow delay is runnable")
-    with pytest.raises(NotRunnable, match="netem"):
-        with Dumbbell(LinkSpec(), [FlowSpec("reno"), FlowSpec("reno", extra_delay_ms=50)], token="d0d0d0"):
+        pytest.skip("this kernel has netem: jitter is runnable")
+    with pytest.raises(NotRunnable, match="jitter needs netem"):
+        with Dumbbell(LinkSpec(jitter_ms=5), [FlowSpec("reno")], token="d0d0d0"):
             pass
     assert _leftovers("d0d0d0") == []
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_per_flow_delay_raises_that_flows_rtt() -> None:
+    require_root()
+    require_program("iperf3")
+    token = "d3d3d3"
+    with Dumbbell(LinkSpec(rate_bps=20_000_000, buffer_packets=50), [FlowSpec("reno"), FlowSpec("reno", 40.0)],
+                  token=token) as db:
+        mode = db.delay_mode
+        res = db.run_flows(3, interval_s=0.5)
+    assert _leftovers(token) == []
+    near, far = (f.as_dict() for f in res["flows"])
+    # the queue (50 packets at 20 Mbit/s: at most 30 ms) is shared; the delay adds 40 ms to flow 2 only
+    assert far["mean_rtt_ms"] > near["mean_rtt_ms"] + 20
+    delay = res["record"]["delay"]
+    assert delay["mode"] == mode and delay["per_flow_ms"] == {2: 40.0}
+    if mode == "delay-line":
+        line = delay["delay_lines"]["2"]
+        assert line["configured_delay_ms"] == 40.0
+        assert line["calibration_udp_1gbps_1s"]["received_bps"] > 0
+        run = line["after_run"]["a_to_b"]
+        assert run["forwarded"] > 1000 and run["delay_ns"] == 40_000_000
+        # counters were reset after the calibration (1 s offered at 1 Gbit/s: tens of thousands of frames),
+        # so the run's 3 s at 20 Mbit/s (about 5,000 frames) are counted alone
+        assert run["forwarded"] < line["calibration_lateness"]["forwarded"]
+        assert line["calibration_lateness"]["lateness_max_ns"] >= line["calibration_lateness"]["lateness_mean_ns"]
 
 
 @pytest.mark.root

@@ -47,7 +47,9 @@ def test_sampler_sees_a_connection() -> None:
         assert srv.wait_for("Server listening", timeout_s=10)
         cli = host.start(["iperf3", "-c", "127.0.0.1", "-p", "5298", "-t", "2", "-C", "reno"])
         sampler = ss.Sampler(host, interval_s=0.2, filter_expr="dport = :5298").start()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(s.get("cwnd") for s in list(sampler.samples)):
+            time.sleep(0.05)
         samples = sampler.stop()
         cli.wait(timeout_s=30)
     assert samples and all("t_ns" in s for s in samples)

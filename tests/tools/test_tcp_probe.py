@@ -50,7 +50,10 @@ def test_live_recording_sees_a_transfer_and_leaves_no_tracefs_mount(tmp_path: Pa
         rec = tcp_probe.Recording(host, tmp_path / "probe.data", port=5297).start()
         import time
 
-        time.sleep(1.0)
+        deadline = time.monotonic() + 20   # perf writes its header once the tracepoint is enabled
+        while time.monotonic() < deadline and not ((tmp_path / "probe.data").exists()
+                                                   and (tmp_path / "probe.data").stat().st_size > 0):
+            time.sleep(0.05)
         host.run(["iperf3", "-c", "127.0.0.1", "-p", "5297", "-t", "1", "-b", "50M"], timeout_s=30)
         samples = rec.stop()
     assert samples and all(5297 in (s.sport, s.dport) for s in samples)

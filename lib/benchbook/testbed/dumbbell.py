@@ -9,9 +9,12 @@ of ``buffer_packets``. Every host interface has ``gso_max_segs 1`` so that the F
 packets, not GSO super-packets. Each flow is one iperf3 client in its own sender namespace with its
 congestion control set explicitly (``iperf3 -C``; the run checks the CCA iperf3 reports). Loss is
 an nftables ``numgen random`` drop in the router's forward chain. Extra per-flow delay (base RTT
-differences for RTT fairness), link delay and jitter need netem; without it they are not runnable
-here (`NotRunnable`, recorded, never faked). Everything lives in namespaces named with the run
-token (`benchbook.testbed.local`), removed on success, failure, Ctrl-C and SIGTERM.
+differences for RTT fairness) and link delay use netem on the sender's egress where the kernel has it,
+else the native delay line ``bb-delayline`` in a namespace of its own on that sender's link (constant
+delay on the sender -> router direction; its rate ceiling and lateness are measured at start and kept
+in the run record); jitter needs netem. What cannot be emulated is `NotRunnable`, recorded, never
+faked. Everything lives in namespaces named with the run token (`benchbook.testbed.local`), removed on
+success, failure, Ctrl-C and SIGTERM.
 
 Root chooses any available congestion control per socket (CAP_NET_ADMIN), so the host-wide
 ``net.ipv4.tcp_allowed_congestion_control`` is not changed; the run record keeps its value before
@@ -38,10 +41,11 @@ from benchbook.testbed.capabilities import (
 )
 from benchbook.testbed.local import LocalBackend, LocalTestbed
 from benchbook.testbed.topology import Topology, dumbbell
-from benchbook.tools import iperf3, tc
+from benchbook.tools import delayline, iperf3, tc
 from benchbook.tools.host import CommandLog
 
 BASE_PORT = 5201
+CALIBRATION_PORT = 5301
 RCV_ADDR = "198.19.0.1"
 ALLOWED_CCA = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 
@@ -72,8 +76,8 @@ class LinkSpec:
             raise ValueError(f"loss must be a fraction in [0, 1), got {self.loss}")
 
 
-def dumbbell_topology(n_senders: int) -> Topology:
-    return dumbbell(n_senders)
+def dumbbell_topology(n_senders: int, delayed: tuple[int, ...] = ()) -> Topology:
+    return dumbbell(n_senders, delayed)
 
 
 def requirements(link: LinkSpec, flows: list[FlowSpec], tracepoint: bool = False) -> list[Capability]:
@@ -139,21 +143,75 @@ class Dumbbell:
     tb: LocalTestbed | None = None
     capabilities: list[Capability] = field(default_factory=list)
     allowed_cca_before: str | None = None
+    delay_mode: str = "none"                 # "none" | "netem" | "delay-line"
+    delay_lines: dict[int, delayline.DelayLine] = field(default_factory=dict)
+    delay_line_record: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def delays_ms(self) -> dict[int, float]:
+        """Added one-way delay per sender (1-based), only those with a delay."""
+        out = {i: self.link.delay_ms + f.extra_delay_ms for i, f in enumerate(self.flows, 1)}
+        return {i: d for i, d in out.items() if d > 0}
+
+    def choose_delay_mode(self) -> tuple[str, str]:
+        """("none" | "netem" | "delay-line" | "", reason): how delay is emulated here ("" = it cannot be)."""
+        if not self.delays_ms() and not self.link.jitter_ms:
+            return "none", "no delay requested"
+        netem = probe_netem()
+        if netem.ok:
+            return "netem", netem.detail
+        if self.link.jitter_ms:
+            return "", f"jitter needs netem ({netem.status}: {netem.detail}); the delay line adds constant delay only"
+        try:
+            delayline.ensure_binary()
+        except delayline.DelayLineError as exc:
+            return "", f"netem {netem.status} ({netem.detail}) and no delay line: {exc}"
+        return "delay-line", f"netem {netem.status} ({netem.detail}): bb-delayline (AF_PACKET) instead"
 
     def __enter__(self) -> Dumbbell:
         self.capabilities = requirements(self.link, self.flows)
-        missing = [c for c in self.capabilities if not c.ok]
+        mode, why = self.choose_delay_mode()
+        self.capabilities.append(Capability("delay emulation", "present" if mode else "missing", f"{mode}: {why}"))
+        missing = [c for c in self.capabilities if not c.ok and not (c.capability == "netem" and mode)]
         if missing:
             raise NotRunnable("dumbbell: " + "; ".join(f"{c.capability} {c.status}: {c.detail}" for c in missing))
+        self.delay_mode = mode
         self.allowed_cca_before = _read(ALLOWED_CCA)
-        self.tb = LocalBackend(log=self.log).topology(dumbbell_topology(len(self.flows)), token=self.token)
+        delayed = tuple(self.delays_ms()) if mode == "delay-line" else ()
+        self.tb = LocalBackend(log=self.log).topology(dumbbell_topology(len(self.flows), delayed), token=self.token)
         self.tb.__enter__()
         try:
             self._configure()
+            if mode == "delay-line":
+                self._start_delay_lines()
         except BaseException:
             self.tb.__exit__(None, None, None)
             raise
         return self
+
+    def _start_delay_lines(self) -> None:
+        """One bb-delayline per delayed sender (the whole delay on the sender -> router direction), then its
+        accuracy: a 1 s UDP stream offered at 1 Gbit/s from the sender to the router through it gives the
+        rate ceiling, and the line's own counters the lateness of sends against their due time under that
+        overload; the counters are then reset, so "after_run" holds the run's own lateness."""
+        tb = self.tb
+        assert tb is not None
+        binary = delayline.ensure_binary()
+        for i, delay_ms in self.delays_ms().items():
+            argv = delayline.build_argv(self.ifname(f"d{i}a"), self.ifname(f"d{i}b"), int(round(delay_ms * 1000)), 0,
+                                        binary=binary)
+            self.delay_lines[i] = delayline.start(tb.host(f"d{i}"), argv, what=f"bb-delayline flow {i}")
+            port = CALIBRATION_PORT + i
+            iperf3.start_server(tb.host("rtr"), port)
+            r = tb.host(f"s{i}").run(iperf3.udp_client_argv(f"198.18.{i}.254", port=port, rate_bps=1_000_000_000),
+                                     check=False, timeout_s=60, what=f"delay line {i} calibration")
+            try:
+                ceiling: dict[str, Any] = iperf3.parse_udp_summary(r.stdout, source="delay line calibration")
+            except iperf3.Iperf3Error as exc:
+                ceiling = {"error": str(exc)}
+            lateness = self.delay_lines[i].stats()["a_to_b"]
+            self.delay_lines[i].reset()
+            self.delay_line_record[i] = {"configured_delay_ms": delay_ms, "argv": argv,
+                                         "calibration_udp_1gbps_1s": ceiling, "calibration_lateness": lateness}
 
     def __exit__(self, *exc: object) -> None:
         if self.tb is not None:
@@ -172,7 +230,7 @@ class Dumbbell:
             cmds.append((f"s{i}", ["ip", "link", "set", "dev", name(f"s{i}e"), "gso_max_segs", "1"]))
             cmds.append(("rtr", ["ip", "link", "set", "dev", name(f"r{i}"), "gso_max_segs", "1"]))
             delay = self.link.delay_ms + flow.extra_delay_ms
-            if delay or self.link.jitter_ms:
+            if self.delay_mode == "netem" and (delay or self.link.jitter_ms):
                 cmds.append((f"s{i}", ["tc", "qdisc", "replace", "dev", name(f"s{i}e"), "root", "netem", "delay",
                                        f"{delay:g}ms", *([f"{self.link.jitter_ms:g}ms"] if self.link.jitter_ms else []),
                                        "limit", "100000"]))
@@ -202,9 +260,18 @@ class Dumbbell:
 
     def dry_run(self, duration_s: int, interval_s: float = 0.3, token: str = "000000") -> list[str]:
         """Every command a run would execute, per host (namespace), without running anything."""
-        tb = LocalTestbed(dumbbell_topology(len(self.flows)), token=token, log=CommandLog())
+        mode, _why = self.choose_delay_mode()
+        self.delay_mode = mode
+        delayed = tuple(self.delays_ms()) if mode == "delay-line" else ()
+        tb = LocalTestbed(dumbbell_topology(len(self.flows), delayed), token=token, log=CommandLog())
         lines = [f"[{role or 'local'}] {' '.join(argv)}" for role, argv, _ in tb.setup_commands()]
         lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.configure_commands(tb.ifname)]
+        for i in delayed:
+            argv = delayline.build_argv(tb.ifname(f"d{i}a"), tb.ifname(f"d{i}b"),
+                                        int(round(self.delays_ms()[i] * 1000)), 0)
+            lines.append(f"[d{i}] {' '.join(argv)}")
+        if mode == "":
+            lines.append(f"# not runnable here: {_why}")
         lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.flow_commands(duration_s, interval_s)]
         lines.append(f"[rtr] {' '.join(tc.show_argv(tb.ifname('rb')))}")
         return lines
@@ -239,6 +306,8 @@ class Dumbbell:
             results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
                                       cl.command.output("stdout")))
         stats = tc.qdisc_stats(tb.host("rtr"), self.ifname("rb"))
+        for i, dl in self.delay_lines.items():
+            self.delay_line_record[i]["after_run"] = dl.stats()
         return {"flows": results, "qdisc": [q.as_dict() for q in stats], "started_unix_s": t0,
                 "record": self.record()}
 
@@ -252,7 +321,9 @@ class Dumbbell:
                                        "allowed_before": self.allowed_cca_before, "allowed_after": _read(ALLOWED_CCA),
                                        "how": "iperf3 -C per flow, as root (CAP_NET_ADMIN); the allowed list is "
                                               "not changed"},
-                "offloads": "gso_max_segs 1 on every interface (the FIFO counts MTU-sized packets)"}
+                "offloads": "gso_max_segs 1 on every interface (the FIFO counts MTU-sized packets)",
+                "delay": {"mode": self.delay_mode, "per_flow_ms": self.delays_ms(),
+                          "delay_lines": {str(i): r for i, r in self.delay_line_record.items()}}}
 
 
 __all__ = ["Dumbbell", "FlowResult", "FlowSpec", "LinkSpec", "dumbbell_topology", "requirements"]

@@ -90,19 +90,31 @@ def loadgen_dut_timestamper() -> Topology:
     )
 
 
-def dumbbell(n_senders: int = 2) -> Topology:
+def dumbbell(n_senders: int = 2, delayed: tuple[int, ...] = ()) -> Topology:
     """Senders -> bottleneck router -> receiver (the link emulation is benchbook.testbed.dumbbell's).
 
     s<i>:s<i>e (198.18.<i>.1/24) ── rtr:r<i> (198.18.<i>.254/24), for i = 1..n_senders
     rtr:rb (198.19.0.254/24) ── rcv:rcv0 (198.19.0.1/24); the bottleneck is rtr:rb's egress
+    For each i in ``delayed`` a delay namespace sits on sender i's link, bridging two promiscuous ends:
+    s<i>:s<i>e ── d<i>:d<i>a   d<i>:d<i>b ── rtr:r<i>   (the delay line runs in d<i>)
     """
     if not 1 <= n_senders <= 8:
         raise ValueError(f"dumbbell: 1..8 senders, got {n_senders}")
-    links = [Link(Endpoint(f"s{i}", f"s{i}e", address=f"198.18.{i}.1/24"),
-                  Endpoint("rtr", f"r{i}", address=f"198.18.{i}.254/24")) for i in range(1, n_senders + 1)]
+    if any(not 1 <= i <= n_senders for i in delayed):
+        raise ValueError(f"dumbbell: delayed senders {delayed} outside 1..{n_senders}")
+    links = []
+    for i in range(1, n_senders + 1):
+        s_end = Endpoint(f"s{i}", f"s{i}e", address=f"198.18.{i}.1/24")
+        r_end = Endpoint("rtr", f"r{i}", address=f"198.18.{i}.254/24")
+        if i in delayed:
+            links += [Link(s_end, Endpoint(f"d{i}", f"d{i}a", promisc=True)),
+                      Link(Endpoint(f"d{i}", f"d{i}b", promisc=True), r_end)]
+        else:
+            links.append(Link(s_end, r_end))
     links.append(Link(Endpoint("rtr", "rb", address="198.19.0.254/24"),
                       Endpoint("rcv", "rcv0", address="198.19.0.1/24")))
-    return Topology(name="dumbbell", roles=[f"s{i}" for i in range(1, n_senders + 1)] + ["rtr", "rcv"], links=links,
+    roles = [f"s{i}" for i in range(1, n_senders + 1)] + [f"d{i}" for i in sorted(set(delayed))] + ["rtr", "rcv"]
+    return Topology(name="dumbbell", roles=roles, links=links,
                     description="senders -> bottleneck router -> receiver; bottleneck on the router's egress rb")
 
 

@@ -56,6 +56,32 @@ def client_argv(server: str, *, port: int = DEFAULT_PORT, duration_s: int = 10, 
     return argv
 
 
+def udp_client_argv(server: str, *, port: int = DEFAULT_PORT, rate_bps: int, duration_s: int = 1,
+                    length_bytes: int = 1400) -> list[str]:
+    """A UDP client at ``rate_bps`` (for calibrating a path's rate ceiling), with the -J report."""
+    if int(duration_s) != duration_s or duration_s <= 0:
+        raise ValueError(f"iperf3 -t takes whole seconds > 0, got {duration_s!r}")
+    return ["iperf3", "-c", server, "-p", str(port), "-u", "-b", str(int(rate_bps)), "-l", str(length_bytes),
+            "-t", str(int(duration_s)), "-J"]
+
+
+def parse_udp_summary(text: str, source: str = "<iperf3 -u -J>") -> dict[str, Any]:
+    """Offered and received rate and loss of a UDP report (end.sum_sent / end.sum_received / end.sum)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise Iperf3Error(f"{source}: not JSON ({exc})") from exc
+    if doc.get("error"):
+        raise Iperf3Error(f"{source}: iperf3 reported: {doc['error']}")
+    try:
+        end = doc["end"]
+        return {"offered_bps": float(end["sum_sent"]["bits_per_second"]),
+                "received_bps": float(end["sum_received"]["bits_per_second"]),
+                "lost_percent": float(end["sum"]["lost_percent"]), "packets": int(end["sum"]["packets"])}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Iperf3Error(f"{source}: no UDP totals ({exc!r}); expected iperf3 -u -J output") from exc
+
+
 @dataclass
 class StreamTotal:
     socket: int
@@ -216,4 +242,4 @@ def start_client(host: Host, argv: list[str], what: str = "iperf3 client") -> Cl
 
 
 __all__ = ["Client", "Iperf3Error", "Iperf3Report", "StreamTotal", "client_argv", "flow_series", "parse_report",
-           "read_report", "server_argv", "start_client", "start_server"]
+           "parse_udp_summary", "read_report", "server_argv", "udp_client_argv", "start_client", "start_server"]
