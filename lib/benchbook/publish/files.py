@@ -15,6 +15,8 @@ RAW_SUFFIXES = (".pcap", ".pcapng", ".pcap.zst", ".pcapng.zst", ".pcap.gz", ".pc
 # Each run directory carries its own plotly.js and standalone figure pages; the site has one
 # plotly.js and draws the figures in the notebook's page.
 NOT_PUBLISHED_SUFFIXES = (".html", ".js")
+# stored in the crate zip as they are (deflating them again gains nothing)
+COMPRESSED_SUFFIXES = (".png", ".parquet", ".zst", ".gz", ".zip", ".xz", ".bz2")
 
 
 def is_raw(rel_path: str) -> bool:
@@ -75,9 +77,11 @@ def crate_zip(run_dir: Path, dest_zip: Path, include_raw: bool) -> Path:
             meta["@graph"] = graph
             meta_path.write_text(json.dumps(meta, indent=1), encoding="utf-8")
         tmp_zip = dest_zip.with_name(f".{dest_zip.name}.tmp")
-        with zipfile.ZipFile(tmp_zip, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zipfile.ZipFile(tmp_zip, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
             for path in sorted(crate_dir.rglob("*")):
                 if path.is_file():
-                    zf.write(path, path.relative_to(crate_dir).as_posix())
+                    stored = path.name.lower().endswith(COMPRESSED_SUFFIXES)
+                    zf.write(path, path.relative_to(crate_dir).as_posix(),
+                             compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED)
         os.replace(tmp_zip, dest_zip)
     return dest_zip

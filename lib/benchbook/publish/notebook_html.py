@@ -93,7 +93,15 @@ def notebook_page(notebook_path: Path, bb: dict[str, str]) -> tuple[str, int]:
 
     nb = nbformat.read(str(notebook_path), as_version=4)
     nb = copy.deepcopy(nb)
-    body, resources = _exporter().from_notebook_node(nb, resources={"bb": bb})
+    # The site's fragments go in after conversion, so nbconvert's HTML post-pass (BeautifulSoup)
+    # parses only the notebook.
+    fragments = {k: bb[k] for k in ("header", "summary", "panels")}
+    markers = {k: f"<!--bb-fragment:{k}-->" for k in fragments}
+    body, resources = _exporter().from_notebook_node(nb, resources={"bb": {**bb, **markers}})
+    for key, marker in markers.items():
+        if body.count(marker) != 1:
+            raise RuntimeError(f"the benchbook notebook template must place {marker} exactly once")
+        body = body.replace(marker, str(fragments[key]))
     return body, int(resources.get("bb_plotly_count", 0))
 
 

@@ -78,7 +78,7 @@ def verify_inputs(run: PublishedRun, cache: HashCache, allow_changed: bool = Fal
             out.append(Checked(entry, "verified"))
         else:
             msg = f"{path}: input of run {run.run_id} changed since the run (SHA-256 now {digest[:16]}...)"
-            if not allow_changed:
+            if not allow_changed and msg not in bad:
                 bad.append(msg)
             out.append(Checked(entry, "changed", f"SHA-256 now {digest}"))
     if bad:
