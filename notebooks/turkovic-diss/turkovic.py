@@ -18,6 +18,7 @@ MIXED = {"cubic-bbr": ["cubic", "bbr"], "cubic-vegas": ["cubic", "vegas"], "vega
 SETS_OF_PART = {"table5.1": {**SAME, **MIXED}, "fig5.4": SAME, "fig5.5": MIXED, "fig5.6": MIXED}
 # published RTT of Table 5.1 (ms), shown beside the measured one (info: the thesis measures send -> ACK in
 # traces before and after the bottleneck, benchbook reports the senders' smoothed RTT)
+SPLIT_S = 10.0   # the time-split info rows: before / after this many seconds of a run
 PUBLISHED_RTT_MS = {"cubic-bbr": (70.37, 174.38), "cubic-cubic": (76.65, 78.32), "bbr-bbr": (3.21, 3.24),
                     "cubic-vegas": (67.16, 139.79), "vegas-vegas": (1.66, 1.68), "vegas-bbr": (4.55, 4.25)}
 
@@ -75,12 +76,37 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], part: str) -> None:
                         f["rtt_ms"]["mean"] if f["rtt_ms"] else None, "ms", s["runs"], "info",
                         "senders' smoothed RTT (iperf3, per 300 ms interval) with the 1000-packet FIFO in the "
                         "path; the thesis measures send -> ACK from traces; " + _ci_note(f["rtt_ms"], "ms", 2))
+        if mixed:
+            _add_time_split_rows(verdict, result, name, ccas, s["runs"])
         ci = s["jain_mean_of_intervals"]
         verdict.check(jain_name, ci["mean"] if ci else None, s["runs"],
                       "variant: mean of per-300 ms Jain's indices; " + _ci_note(ci, "", 3))
         means = s["jain_of_means"]
         verdict.add(f"{title}: Jain index of per-flow mean throughputs", None, means["mean"] if means else None,
                     "", s["runs"], "info", "the other variant, for comparison; " + _ci_note(means, "", 3))
+
+
+def _add_time_split_rows(verdict: Any, result: dict[str, Any], name: str, ccas: list[str], runs: str,
+                         split_s: float = SPLIT_S) -> None:
+    """Each flow's mean interval rate before and after ``split_s`` (over all repetitions): how the share
+    moves during a run, which decides what a run-long average shows."""
+    import numpy as np
+
+    frames = [cca_pairs.interval_frame(result["output_dir"], r) for r in result["runs"] if r["set"] == name]
+    if not frames:
+        return
+    for j, cca in enumerate(ccas):
+        early, late = [], []
+        for fr in frames:
+            y = list(fr["mbps"].values())[j]
+            early.append(float(np.nanmean(y[fr["t_s"] < split_s])) if (fr["t_s"] < split_s).any() else np.nan)
+            late.append(float(np.nanmean(y[fr["t_s"] >= split_s])) if (fr["t_s"] >= split_s).any() else np.nan)
+        for label, vals in ((f"first {split_s:g} s", early), (f"after {split_s:g} s", late)):
+            ok = [v for v in vals if np.isfinite(v)]
+            verdict.add(f"{pair_name(ccas)}: {LABEL.get(cca, cca)} throughput, {label}", None,
+                        float(np.mean(ok)) if ok else None, "Mbit/s", runs, "info",
+                        f"mean of the senders' per-{result['params']['interval_s'] * 1000:g} ms rates over "
+                        f"{len(ok)} repetition(s); shows how the share moves during a run")
 
 
 def series_for_figures(result: dict[str, Any], output_dir: Any, sets: dict[str, list[str]]) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
                          "intervals_counted": summary["intervals_counted"],
                          "bottleneck_drops": fifo.get("drops"), "bottleneck_packets": fifo.get("packets")})
     result = {"params": {**asdict(params), "link": asdict(params.link)}, "runs": runs, "not_runnable": not_runnable,
-              "emulation": emulation}
+              "emulation": emulation, "output_dir": str(out)}
     _write_json(out / "cca-runs.json", result)
     _write_json(out / "metrics.json", {"link_emulation": emulation, "runs": [
         {k: r[k] for k in ("set", "repetition", "token", "flows", "jain_of_means", "jain_mean_of_intervals",
