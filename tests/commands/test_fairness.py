@@ -104,3 +104,15 @@ def test_bad_input_names_the_file(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "Connection refused" in r.output
     r = runner.invoke(app, ["fairness", str(tmp_path / "missing.json")])
     assert r.exit_code == 1 and "missing.json" in r.output
+
+
+def test_benchbook_tcp_intervals_agree_with_its_summary(tmp_path: Path, shared_datasets: Path) -> None:
+    cap = shared_datasets / "tcpdump-tcp-tests" / "mptcp-v0.pcap"
+    r = runner.invoke(app, ["tcp", str(cap), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    out = json.loads(runner.invoke(app, ["fairness", "--json", str(tmp_path / "out" / "intervals.parquet")]).output)
+    assert len(out["flows"]) == 2
+    assert out["interval_ns"] == int(summary["bin_ms"] * 1e6)
+    assert out["jain_of_means"] == pytest.approx(summary["jain_of_means"], abs=1e-12)
+    assert out["jain_mean_of_intervals"] == pytest.approx(summary["jain_mean_of_intervals"], abs=1e-12)
