@@ -364,7 +364,14 @@ def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) ->
     ts += [t, t + 10, t + 5_000_000]
     p = tmp_path / "midstream.pcap"
     write_pcap(p, ts, frames)
-    (r,) = flow_table(run_pass([p], rule="zeek")).itertuples()
+    tp = run_pass([p], rule="zeek")
+    (r,) = flow_table(tp).itertuples()
+    at = f"{p}: at byte offset 24 (10.0.0.1:5000 > 10.0.0.2:80)"
+    assert f"1 flow(s) started mid-stream (no SYN or SYN-ACK seen): no handshake RTT, bytes counted from each " \
+           f"one's first packet; the first: {at}" in tp.messages
+    assert any(m.startswith("1 keep-alive and 1 zero-window-probe segment(s) counted apart") and m.endswith(at)
+               for m in tp.messages), tp.messages
+    assert any(m.startswith("1 flow(s) wrap their 32-bit sequence numbers") and m.endswith(at) for m in tp.messages)
     assert r.handshake == "none" and r.handshake_rtt_ns is None or str(r.handshake_rtt_ns) == "<NA>"
     assert r.orig_unique_bytes == 2501 and r.orig_seq_span_bytes == 2501
     assert r.orig_zero_window_probes == 1 and r.orig_keepalives == 1

@@ -9,6 +9,7 @@ exact, p99 to 3 significant figures).
 
 from __future__ import annotations
 
+import ipaddress
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +55,45 @@ class TcpPass:
     @property
     def n_flows(self) -> int:
         return int(self.fl.shape[0])
+
+
+def address(hi: int, lo: int) -> str:
+    """Text form of an address stored as two 64-bit halves (IPv4 as IPv4-mapped)."""
+    v = ((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF)
+    a = ipaddress.IPv6Address(v)
+    return str(a.ipv4_mapped) if a.ipv4_mapped is not None else str(a)
+
+
+def flow_name(fl: np.ndarray, f: int) -> str:
+    return (f"{address(int(fl[f, tf.FL_OA_HI]), int(fl[f, tf.FL_OA_LO]))}:{int(fl[f, tf.FL_OPORT])} > "
+            f"{address(int(fl[f, tf.FL_RA_HI]), int(fl[f, tf.FL_RA_LO]))}:{int(fl[f, tf.FL_RPORT])}")
+
+
+def flow_notes(files: list[str], fl: np.ndarray, st: np.ndarray) -> list[str]:
+    """What the report should say about flows seen from the middle, probes and keep-alives, sequence wraps;
+    each names the first such flow by file and byte offset of its first packet."""
+    notes = []
+
+    def where(f: int) -> str:
+        path = files[int(fl[f, tf.FL_FIRST_FILE])]
+        return f"{path}: at byte offset {int(fl[f, tf.FL_FIRST_OFF])} ({flow_name(fl, f)})"
+
+    mid = np.flatnonzero((fl[:, tf.FL_SYN_TS] < 0) & (fl[:, tf.FL_SYNACK_TS] < 0))
+    if mid.size:
+        notes.append(f"{mid.size} flow(s) started mid-stream (no SYN or SYN-ACK seen): no handshake RTT, bytes counted "
+                     f"from each one's first packet; the first: {where(int(mid[0]))}")
+    ka = st[:, :, tf.S_KEEPALIVE].sum(axis=1)
+    zwp = st[:, :, tf.S_ZWP].sum(axis=1)
+    probed = np.flatnonzero((ka + zwp) > 0)
+    if probed.size:
+        notes.append(f"{int(ka.sum())} keep-alive and {int(zwp.sum())} zero-window-probe segment(s) counted apart "
+                     f"(never retransmissions or out of order); the first flow with one: {where(int(probed[0]))}")
+    wraps = np.flatnonzero(((st[:, :, tf.S_ISN] + st[:, :, tf.S_HIGH] >= 1 << 32) & (st[:, :, tf.S_INIT] > 0))
+                           .any(axis=1))
+    if wraps.size:
+        notes.append(f"{wraps.size} flow(s) wrap their 32-bit sequence numbers (counted on, unwrapped to 64 bits); "
+                     f"the first: {where(int(wraps[0]))}")
+    return notes
 
 
 def _new_hist() -> HdrHistogram:
@@ -198,7 +238,9 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
     fl = np.concatenate([a["fl"] for a in parts])
     order = np.argsort(fl[:, tf.FL_GID], kind="stable")
     assert np.array_equal(fl[order, tf.FL_GID], np.arange(fl.shape[0]))
-    return TcpPass(files=files, bin_ns=bin_ns, rule=rule, fl=fl[order],
-                   st=np.concatenate([a["st"] for a in parts])[order],
+    fl = fl[order]
+    st = np.concatenate([a["st"] for a in parts])[order]
+    messages += flow_notes(files, fl, st)
+    return TcpPass(files=files, bin_ns=bin_ns, rule=rule, fl=fl, st=st,
                    holes=np.concatenate([a["holes"] for a in parts])[order], iv_rows=iv_rows,
                    counters=counters, t0_ns=int(c[tf.C_T0]), rtt_hist=hists, messages=messages)

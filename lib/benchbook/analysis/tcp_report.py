@@ -15,7 +15,6 @@ than two such flows.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shutil
@@ -29,7 +28,7 @@ import pandas as pd
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
 from benchbook.analysis.tcp_intervals import flow_goodput_series, interval_table
-from benchbook.analysis.tcp_pass import TcpPass, run_pass
+from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
 
 OUTPUT_FILES = ("flows.parquet", "intervals.parquet", "rtt.parquet", "report.html", "plotly.min.js", "summary.json")
 BULK_SHARE = 0.01
@@ -47,13 +46,6 @@ _DIR_COLUMNS = {
     "timestamp_segments": tf.S_TSOPTS, "mss_bytes": tf.S_MSS, "window_scale": tf.S_WSCALE,
     "sack_permitted": tf.S_SACKOK, "first_time_ns": tf.S_FIRST_TS, "last_time_ns": tf.S_LAST_TS,
 }
-
-
-def address(hi: int, lo: int) -> str:
-    """Text form of an address stored as two 64-bit halves (IPv4 as IPv4-mapped)."""
-    v = ((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF)
-    a = ipaddress.IPv6Address(v)
-    return str(a.ipv4_mapped) if a.ipv4_mapped is not None else str(a)
 
 
 def rule_counts(rule: str) -> tuple[str, str | None]:
