@@ -54,7 +54,6 @@ $(DELAYLINE): native/delayline/bb-delayline.c
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-
 $(NATIVE): native/loadgen/bb-loadgen.c
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
@@ -94,6 +93,30 @@ lab: venv
 	exec $(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(LAB_PORT) --ServerApp.port_retries=0 --IdentityProvider.token=$$token \
 	  --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
+# Coverage-guided fuzzing (atheris, pinned in manifests/fuzz-requirements.lock, installed into
+# build/fuzz-site only): each reader target for FUZZ_SECONDS, seeded from the test data; a finding
+# stops its target and leaves crash-<sha1> under build/fuzz/<target>/.
+FUZZ_SECONDS ?= 60
+FUZZ_SITE := build/fuzz-site
+.PHONY: fuzz
+fuzz: venv
+	@test -d $(FUZZ_SITE)/atheris || $(BIN)/python -m pip install -q --disable-pip-version-check --require-hashes \
+	  --no-deps --target $(FUZZ_SITE) -r manifests/fuzz-requirements.lock
+	@set -e; for t in pcap hlog moongen perf; do \
+	  mkdir -p build/fuzz/$$t/corpus; rm -f build/fuzz/$$t/crash-*; \
+	  case $$t in \
+	    pcap) cp tests/data/malformed/*.pcap* build/fuzz/$$t/corpus/ ;; \
+	    hlog) cp tests/data/hlog/*.hlog build/fuzz/$$t/corpus/ 2>/dev/null || true ;; \
+	    moongen) cp tests/data/malformed/*.csv tests/data/moongen/*.csv build/fuzz/$$t/corpus/ 2>/dev/null || true ;; \
+	    perf) cp tests/data/perf/*.txt build/fuzz/$$t/corpus/ ;; \
+	  esac; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  (cd build/fuzz/$$t && PYTHONPATH=$(CURDIR)/$(FUZZ_SITE) $(CURDIR)/$(BIN)/python $(CURDIR)/tests/fuzz/fuzz_readers.py \
+	    $$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 corpus 2>&1 | tail -n 12); \
+	done; \
+	if ls build/fuzz/*/crash-* >/dev/null 2>&1; then echo "fuzz: findings:"; ls build/fuzz/*/crash-*; exit 1; fi; \
+	echo "fuzz: no findings"
 
 # Plant each known bug in a copy of the tree and check that a test fails (tests/mutations/plant.py).
 .PHONY: mutate

@@ -23,6 +23,7 @@ def hist(*args) -> subprocess.CompletedProcess:
     ("count-beyond-int64.csv", "count 99999999999999999999 is beyond the signed 64-bit limit"),
     ("value-1e300.csv", "must stay below 9223372036854775808"),
     ("value-13-decimals.csv", "more than 12 decimal places"),
+    ("value-exponent-overflow.csv", "exponent is far beyond what a histogram can hold"),
 ])
 @pytest.mark.parametrize("mode", [[], ["--json"]])
 def test_out_of_range_csv_refused_naming_the_limit(name, text, mode):

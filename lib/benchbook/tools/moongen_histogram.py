@@ -172,6 +172,11 @@ def _read_lines(data: bytes, source: str) -> MoonGenHistogram:
     check_total(counts, source)
     try:
         vals, cnt, d = scale_decimal_texts(texts, counts, source)
+    except ArithmeticError:  # decimal.Overflow of exponents such as 1E3999999999999990
+        raise MoonGenFormatError(
+            f"{source}: a value's exponent is far beyond what a histogram can hold (values times 10**decimals "
+            f"must stay below {INT64_MAX + 1} = 2**63)"
+        ) from None
     except ValueError as exc:
         raise MoonGenFormatError(
             f"{exc} (a value times 10**decimals must stay below {INT64_MAX + 1} = 2**63, with at most 12 decimal "

@@ -88,6 +88,10 @@ def main() -> None:
     files["counts-at-int64-max.csv"] = b"1000,9223372036854775807\n2000,9223372036854775807\n"
     files["value-1e300.csv"] = b"1e300,5\n"
     files["value-13-decimals.csv"] = b"1.0000000000001,5\n2,3\n"
+    # inputs `make fuzz` (atheris) found, kept as they were found
+    files["value-exponent-overflow.csv"] = b"1E3999999999999990,99999999999999999\n00,3\nE30"
+    files["perf-run-time-overflow.txt"] = (b"# started on Sun Nov 22 16:59:28 2026# st 16:59:30 2026\n\n"
+                                           b"166,85;msec;task-clock;166E847979;100,T\xff\xff\xff\xff00 K/se")
     for name, data in files.items():
         (HERE / name).write_bytes(data)
 
