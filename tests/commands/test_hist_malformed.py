@@ -66,3 +66,15 @@ def test_bad_options_exit_2(tmp_path, option, text):
     f.write_text("1000,5\n")
     r = hist(*option, f)
     assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_counts_near_int64_max_end_the_percentile_ladder(tmp_path):
+    """Cumulative percentages that reach 100.0 in float64 before the last bin: the ladder used to
+    step below 100 % forever (rows without end); it now ends with the last value at 100 %."""
+    f = tmp_path / "near.csv"
+    f.write_text(f"1000,{2**63 - 2}\n2000,1\n")
+    r = hist("--unit", "ns", f)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln and not ln.startswith("#") and ln.strip()[0].isdigit()]
+    assert rows[-1][:3] == ["2000.000", "1.000000000000", str(2**63 - 1)]
+    assert len(rows) < 2000

@@ -539,7 +539,10 @@ def percentile_iteration(cum: np.ndarray, total: int, ticks_per_half: int = 5) -
         if pos == last and cum[pos] >= total:
             break
         ticks = ticks_per_half * (2 ** (int(math.log(100.0 / (100.0 - level)) / math.log(2)) + 1))
-        level += 100.0 / ticks
+        step = level + 100.0 / ticks
+        if step <= level or step >= 100.0:  # float resolution exhausted (counts near 2**63): the rest is level 100
+            break
+        level = step
     rows.append((100.0, last))
     return rows
 
