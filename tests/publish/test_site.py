@@ -81,12 +81,17 @@ def test_executed_notebooks_are_not_rewritten(site, runs_dir):
         assert _sha256(run_dir / nb) == outputs[nb]
 
 
-def test_crate_zip_without_raw_describes_captures_only(site):
+def test_crate_zip_without_raw_describes_captures_only(site, tmp_path):
+    from rocrate.rocrate import ROCrate
+
     crates = sorted(site.glob("runs/benchbook-latency-demo/*/files/*.crate.zip"))
     assert crates
     with zipfile.ZipFile(crates[0]) as zf:
         names = zf.namelist()
         meta = json.loads(zf.read("ro-crate-metadata.json"))
+        zf.extractall(tmp_path / "crate")
+    crate = ROCrate(str(tmp_path / "crate"))  # the rocrate package reads it back
+    assert crate.mainEntity is not None and crate.mainEntity.id.startswith("workflow/")
     assert "run.json" in names and not any(n.endswith(".pcap") for n in names)
     ids = {e["@id"] for e in meta["@graph"]}
     assert "#output-pre.pcap" in ids and "outputs/pre.pcap" not in ids

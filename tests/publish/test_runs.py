@@ -1,0 +1,50 @@
+"""What the site says of a run: outcome and badge from run status and verdict counts, run selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchbook.publish.runs import FigureInfo, PublishedRun, PublishError, select_runs
+
+
+def _run(status: str = "complete", counts: dict | None = None, outcome: str | None = None,
+         mode: str = "published-data") -> PublishedRun:
+    verdict = None if counts is None else {"outcome": outcome, "counts": counts}
+    record = {"id": "r1", "experiment": "e", "status": status, "start": "2026-11-22T16:00:00.000+00:00"}
+    return PublishedRun(run_dir=Path("."), record=record, verdict=verdict, figure=FigureInfo(id="e", mode=mode))
+
+
+@pytest.mark.parametrize(("status", "counts", "outcome", "mode", "want_outcome", "want_badge"), [
+    ("complete", {"match": 8}, "reproduced", "published-data", "reproduced", "8/8 values match"),
+    ("complete", {"match": 5, "not derivable": 3}, "partial", "published-data", "partial",
+     "partial: 5/8 match, 3 not derivable"),
+    ("complete", {"match": 2, "mismatch": 3, "not derivable": 7}, "mismatch", "local-measurement", "mismatch",
+     "mismatch: 3 of 12 differ"),
+    ("complete", {"figure only": 2}, "reproduced", "published-data", "reproduced", "figure only"),
+    ("complete", {"info": 26}, "reproduced", "published-data", "reproduced", "no published values to compare"),
+    ("failed", {"match": 8}, "reproduced", "published-data", "failed", "failed"),
+    ("complete", None, None, "published-data", "failed", "failed"),
+    ("failed", None, None, "", "failed", "failed"),
+    ("complete", None, None, "", "complete", "ran (no verdict)"),
+    ("interrupted", None, None, "", "interrupted", "interrupted"),
+])
+def test_outcome_and_badge(status, counts, outcome, mode, want_outcome, want_badge):
+    run = _run(status, counts, outcome, mode)
+    assert run.outcome == want_outcome
+    assert run.badge == want_badge
+
+
+def test_selection_errors_name_what_is_wrong(tmp_path):
+    with pytest.raises(PublishError, match="not both"):
+        select_runs(["x"], True, tmp_path)
+    with pytest.raises(PublishError, match="not both"):
+        select_runs([], False, tmp_path)
+    with pytest.raises(PublishError, match=f"{tmp_path / 'nowhere'}: no runs directory"):
+        select_runs([], True, tmp_path / "nowhere")
+    with pytest.raises(PublishError, match="no-such-run"):
+        select_runs(["no-such-run"], False, tmp_path)
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(PublishError, match="--since 'yesterday'"):
+        select_runs([], True, tmp_path / "runs", since="yesterday")
