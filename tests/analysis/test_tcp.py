@@ -424,3 +424,34 @@ def test_memory_bounded_by_concurrent_flows(tmp_path: Path) -> None:
     assert df["orig_unique_bytes"].tolist() == [k % 50 + 1 for k in range(5000)]
     assert (df["handshake"] == "complete").all()  # the data segment ACKs the SYN-ACK
     assert (df["handshake_rtt_ns"] == 200_000_000).all()
+
+
+def test_pcapng_zstd_and_linux_cooked_give_the_same_flows(synth, tmp_path: Path) -> None:
+    """The same packets as nanosecond pcap, zstd-compressed pcap, pcapng (µs and ns resolution) and Linux cooked
+    (link type 113, as `tcpdump -i any` writes) give identical flow tables (µs: identical counters)."""
+    import zstandard
+
+    from benchbook.capture.reader import open_capture
+    from benchbook.capture.writer import write_pcapng
+
+    path, _ = synth
+    want = flow_table(run_pass([path]))
+    zst = tmp_path / "bulk.pcap.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(path.read_bytes()))
+    ts, frames, cooked = [], [], []
+    for ch in open_capture(path):
+        for i in range(len(ch)):
+            fr = ch.frame(i)
+            ts.append(int(ch.ts_ns[i]))
+            frames.append(fr)
+            cooked.append(b"\x00\x04\x00\x01\x00\x06" + fr[6:12] + b"\x00\x00" + fr[12:])  # SLL: 16-byte header
+    ng = write_pcapng(tmp_path / "bulk.pcapng", ts, frames, tsresol=9)
+    ng_us = write_pcapng(tmp_path / "bulk-us.pcapng", ts, frames, tsresol=6)
+    sll = write_pcap(tmp_path / "cooked.pcap", ts, cooked, linktype=113)
+    counters = [c for c in want.columns if c.startswith(("orig_", "resp_")) and "rtt" not in c
+                and "time_ns" not in c and "wire_bytes" not in c]
+    for other in (zst, ng, ng_us, sll):
+        got = flow_table(run_pass([other]))
+        assert got[counters].equals(want[counters]), other
+        assert got[["src", "sport", "dst", "dport"]].equals(want[["src", "sport", "dst", "dport"]])
+    assert flow_table(run_pass([zst])).equals(want.assign(first_file=str(zst)))
