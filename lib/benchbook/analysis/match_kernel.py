@@ -52,9 +52,19 @@ def new_state(window: int) -> dict[str, np.ndarray]:
 
 
 @njit(cache=True, inline="always")
+def _bswap64(x):
+    x = ((x & np.uint64(0x00FF00FF00FF00FF)) << np.uint64(8)) | ((x >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
+    x = ((x & np.uint64(0x0000FFFF0000FFFF)) << np.uint64(16)) | ((x >> np.uint64(16)) & np.uint64(0x0000FFFF0000FFFF))
+    return (x << np.uint64(32)) | (x >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
 def _home(hi, lo, tmask, ident):
-    if ident:  # explicit ids: mostly consecutive, so identity keeps neighbours together in cache
-        return np.int64((lo ^ (lo >> np.uint64(40))) & np.uint64(tmask))
+    if ident:
+        # explicit ids: mostly consecutive, so the slot follows the counter to keep neighbours together
+        # in cache - whichever end of the id it counts at: a counter read in the other byte order
+        # (its low bytes constant) is folded down by the byte-swapped copy.
+        return np.int64((lo + _bswap64(lo)) & np.uint64(tmask))
     h = (lo ^ (hi * M2)) * GOLDEN
     h ^= h >> np.uint64(29)
     return np.int64(h & np.uint64(tmask))
