@@ -39,8 +39,8 @@ N_FL = 17
  S_SACKOK, S_SACKS, S_TSOPTS, S_KEEPALIVE, S_ZWP, S_NHOLES, S_FIRST_TS, S_LAST_TS, S_CUR_BIN,
  B_PKTS, B_WIRE, B_PAY, B_NEW, B_RXS, B_RXB, B_OOO, B_ACKS, B_IATSUM, B_IATN, B_INFL_MAX,
  S_ADV_ACK_TS, S_TS_HEAD, S_TS_COUNT, S_SEG_HEAD, S_SEG_COUNT, S_FIRST_DATA, S_LOST_HOLE_BYTES,
- S_RXB_Z, S_RXB_WS, S_WIN_OK, S_LAST_WIN_RAW, S_IPBYTES, S_UNCAPTURED) = range(58)
-N_ST = 58
+ S_RXB_Z, S_RXB_WS, S_WIN_OK, S_LAST_WIN_RAW, S_IPBYTES, S_UNCAPTURED, S_BIN_START, S_BIN_END) = range(60)
+N_ST = 60
 B_FIRST, B_LAST = B_PKTS, B_INFL_MAX
 
 # interval row columns: flow, dir, bin, then the B_* accumulators in order
@@ -366,10 +366,13 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
         st[f, d, S_PKTS] += 1
         st[f, d, S_WIRE] += wire
         st[f, d, S_IPBYTES] += p[tp.P_IPLEN]
-        b = (t - c[C_T0]) // bin_ns
-        if b != st[f, d, S_CUR_BIN]:
-            _flush_bin(f, d, fl, st, iv, c)
-            st[f, d, S_CUR_BIN] = b
+        if t >= st[f, d, S_BIN_END] or t < st[f, d, S_BIN_START]:  # another bin: one division per bin, not packet
+            b = (t - c[C_T0]) // bin_ns
+            if b != st[f, d, S_CUR_BIN]:
+                _flush_bin(f, d, fl, st, iv, c)
+                st[f, d, S_CUR_BIN] = b
+            st[f, d, S_BIN_START] = c[C_T0] + b * bin_ns
+            st[f, d, S_BIN_END] = st[f, d, S_BIN_START] + bin_ns
         st[f, d, B_PKTS] += 1
         st[f, d, B_WIRE] += wire
         # ---- sequence space ----------------------------------------------------------------------
