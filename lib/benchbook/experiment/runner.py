@@ -187,7 +187,8 @@ def run_notebook(
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise FileNotFoundError(f"{notebook}: notebook not found")
-    runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
+    # absolute: the notebook runs inside its run directory and gets output_dir from it
+    runs_dir = (Path(runs_dir) if runs_dir is not None else RUNS_DIR).resolve()
     run_id = run_id or new_run_id()
     run_dir = runs_dir / experiment / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
