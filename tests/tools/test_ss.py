@@ -48,7 +48,9 @@ def test_sampler_sees_a_connection() -> None:
         cli = host.start(["iperf3", "-c", "127.0.0.1", "-p", "5298", "-t", "2", "-C", "reno"])
         sampler = ss.Sampler(host, interval_s=0.2, filter_expr="dport = :5298").start()
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not any(s.get("cwnd") for s in list(sampler.samples)):
+        # the control connection (same port) keeps the default CCA: wait for the data stream's socket
+        while time.monotonic() < deadline and not any(s.get("cca") == "reno" and s.get("cwnd")
+                                                      for s in list(sampler.samples)):
             time.sleep(0.05)
         samples = sampler.stop()
         cli.wait(timeout_s=30)
