@@ -119,3 +119,25 @@ def test_byte_swapped_ids_match_like_the_counter(pair, tmp_path):
         sums.append({k: s[k] for k in ("pre", "post", "matched", "lost", "duplicates", "reordered", "min_ns",
                                        "max_ns", "mean_ns", "percentiles_ns")})
     assert sums[0] == sums[1] and sums[0]["matched"] > 1900
+
+
+def test_captures_piped_through_fifos(pair, tmp_path):
+    """As when tcpdump writes into a named pipe: each capture can be read once, as a stream."""
+    import os
+    import threading
+
+    feeders = []
+    for side in ("pre", "post"):
+        fifo = tmp_path / f"{side}.fifo"
+        os.mkfifo(fifo)
+        data = (pair / f"{side}.pcap").read_bytes()
+        t = threading.Thread(target=lambda f=fifo, d=data: f.write_bytes(d))
+        t.start()
+        feeders.append(t)
+    out = tmp_path / "out"
+    r = latency(tmp_path / "pre.fifo", tmp_path / "post.fifo", "-o", out, "--id-offset", "42", "--no-html")
+    for t in feeders:
+        t.join(timeout=30)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["pre"] == s["post"] == 2000 and s["matched"] > 1900
