@@ -93,3 +93,20 @@ def test_figure_entry_draws_the_mixed_pair_and_marks_vegas_not_derivable(tmp_pat
     assert (run / "cubic-bbr-jain.html").is_file()
     if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():
         assert rows["Cubic vs Vegas over time"]["status"] == "not derivable"
+
+
+def test_table5_2_registry_and_dry_run_use_the_delay_line_where_netem_is_missing(tmp_path: Path) -> None:
+    entry = load_entry("turkovic-diss-table5-2")
+    values = {p.name: p.value for p in entry.published}
+    assert values["Cubic(0ms) vs Cubic(200ms): Cubic(0ms) average throughput"] == 67.88
+    assert values["BBR(0ms) vs BBR(200ms): BBR(200ms) average throughput"] == 82.1
+    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "turkovic-diss-table5-2", "--dry-run"],
+                       cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    from benchbook.testbed.capabilities import probe_netem
+
+    if probe_netem().ok:
+        assert "netem delay 200ms" in r.stdout
+    elif os.geteuid() == 0:
+        assert "bb-delayline bb-000000-d2a bb-000000-d2b 200000 0 100000" in r.stdout

@@ -35,7 +35,7 @@ from benchbook.tools.iperf3 import Iperf3Report, flow_series, read_report
 
 @dataclass(frozen=True)
 class RunParams:
-    sets: dict[str, list[str]]               # set name -> congestion control of each flow
+    sets: dict[str, list[str]]               # set name -> each flow: "cca" or "cca@<added delay ms>"
     link: LinkSpec
     duration_s: int = 30
     repetitions: int = 3
@@ -49,6 +49,15 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def flow_spec(spec: str) -> FlowSpec:
+    """"cubic" or "cubic@200" (200 ms added to that flow's path) as a FlowSpec."""
+    cca, _, delay = spec.partition("@")
+    try:
+        return FlowSpec(cca, float(delay) if delay else 0.0)
+    except ValueError as exc:
+        raise ValueError(f"flow {spec!r}: expected cca or cca@<delay ms>") from exc
+
+
 def run_series(reports: list[Iperf3Report], ccas: list[str]) -> FlowSeries:
     return combine([flow_series(r, f"{i}-{c}") for i, (r, c) in enumerate(zip(reports, ccas, strict=True), 1)])
 
@@ -57,7 +66,7 @@ def dry_run(params: RunParams, output_dir: Path | str) -> Path:
     """dry-run.txt: every command of one run of each set, per namespace; nothing runs."""
     lines = []
     for name, ccas in params.sets.items():
-        db = Dumbbell(params.link, [FlowSpec(c) for c in ccas])
+        db = Dumbbell(params.link, [flow_spec(c) for c in ccas])
         lines.append(f"# set {name} ({' vs '.join(ccas)}), repeated {params.repetitions} times, a fresh "
                      "dumbbell each time (token 000000 stands for the run token)")
         lines += db.dry_run(params.duration_s, params.interval_s)
@@ -74,7 +83,7 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
     not_runnable: dict[str, str] = {}
     emulation: dict[str, Any] = {}
     for name, ccas in params.sets.items():
-        missing = sorted({c for c in ccas if c not in avail})
+        missing = sorted({flow_spec(c).cca for c in ccas if flow_spec(c).cca not in avail})
         if missing:
             not_runnable[name] = (f"the kernel has no tcp_{', tcp_'.join(missing)} "
                                   f"(available: {' '.join(avail)})")
@@ -85,7 +94,7 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
             d.mkdir(parents=True, exist_ok=True)
             progress(f"{name} ({' vs '.join(ccas)}) repetition {rep}/{params.repetitions}, {params.duration_s} s")
             try:
-                with Dumbbell(params.link, [FlowSpec(c) for c in ccas], log=CommandLog(d)) as db:
+                with Dumbbell(params.link, [flow_spec(c) for c in ccas], log=CommandLog(d)) as db:
                     res = db.run_flows(params.duration_s, params.interval_s)
             except NotRunnable as exc:
                 not_runnable[name] = str(exc)
@@ -94,7 +103,7 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
             emulation = res["record"]
             files = []
             for f in res["flows"]:
-                p = d / f"flow{f.index}-{f.cca}.json"
+                p = d / f"flow{f.index}-{f.cca}{f'-plus{f.extra_delay_ms:g}ms' if f.extra_delay_ms else ''}.json"
                 p.write_text(f.raw_json)
                 files.append(str(p.relative_to(out)))
             _write_json(d / "qdisc.json", res["qdisc"])
@@ -116,8 +125,6 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
                            "bottleneck_drops")} for r in runs], "not_runnable": not_runnable})
     caps = [c for c in emulation.get("capabilities", [])]
     caps += [{"capability": f"flow set {n}", "status": "missing", "detail": why} for n, why in not_runnable.items()]
-    caps.append({"capability": "delay emulation", "status": "present" if emulation else "unknown",
-                 "detail": "not used: the flow sets share one base RTT"})
     _write_json(out / "capabilities.json", caps)
     return result
 
@@ -166,4 +173,5 @@ def interval_frame(output_dir: Path | str, run: dict[str, Any]) -> dict[str, Any
             "jain": np.array([np.nan if iv["jain"] is None else iv["jain"] for iv in per]), "rtt_ms": rtt}
 
 
-__all__ = ["RunParams", "dry_run", "interval_frame", "load_run_reports", "run_series", "run_sets", "set_summary"]
+__all__ = ["RunParams", "dry_run", "flow_spec", "interval_frame", "load_run_reports", "run_series", "run_sets",
+           "set_summary"]

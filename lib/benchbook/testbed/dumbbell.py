@@ -170,8 +170,10 @@ class Dumbbell:
     def __enter__(self) -> Dumbbell:
         self.capabilities = requirements(self.link, self.flows)
         mode, why = self.choose_delay_mode()
-        self.capabilities.append(Capability("delay emulation", "present" if mode else "missing", f"{mode}: {why}"))
-        missing = [c for c in self.capabilities if not c.ok and not (c.capability == "netem" and mode)]
+        status = {"": "missing", "delay-line": "substituted"}.get(mode, "present")
+        self.capabilities.append(Capability("delay emulation", status, f"{mode or 'none possible'}: {why}"))
+        missing = [c for c in self.capabilities if not c.ok and not (c.capability == "netem" and mode)
+                   and c.status != "substituted"]
         if missing:
             raise NotRunnable("dumbbell: " + "; ".join(f"{c.capability} {c.status}: {c.detail}" for c in missing))
         self.delay_mode = mode
