@@ -15,54 +15,82 @@ Bin ``k`` covers ``[t0 + k * bin_ns, t0 + (k + 1) * bin_ns)`` in integer nanosec
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from benchbook.analysis.tcp_flows import IV_NAMES, N_IV
 
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
 DIRECTIONS = ("orig", "resp")
+_MAX_COL = 3 + IV_NAMES.index("bytes_in_flight_max")
 
 
-def interval_table(rows: np.ndarray, t0_ns: int, bin_ns: int) -> pd.DataFrame:
-    """The dense per-interval table from the kernel's interval rows (shape (n, N_IV))."""
-    cols = ["flow", "direction", "bin"] + list(IV_NAMES)
-    if rows.shape[0] == 0:
-        df = pd.DataFrame({c: np.zeros(0, np.int64) for c in cols})
-    else:
-        df = pd.DataFrame(rows[:, :N_IV], columns=cols)
-        agg = {c: "sum" for c in IV_NAMES}
-        agg["bytes_in_flight_max"] = "max"
-        df = df.groupby(["flow", "direction", "bin"], as_index=False, sort=True).agg(agg)
-        parts = []
-        for (_f, _d), g in df.groupby(["flow", "direction"], sort=True):
-            full = np.arange(int(g["bin"].min()), int(g["bin"].max()) + 1, dtype=np.int64)
-            if full.size != len(g):
-                g = g.set_index("bin").reindex(full, fill_value=0).rename_axis("bin").reset_index()
-                g["flow"] = _f
-                g["direction"] = _d
-            parts.append(g[cols])
-        df = pd.concat(parts, ignore_index=True)
+def interval_arrays(rows: np.ndarray, t0_ns: int, bin_ns: int) -> dict[str, np.ndarray]:
+    """The dense per-interval columns from the kernel's interval rows (shape (n, N_IV)); ``direction`` holds
+    codes into DIRECTIONS."""
+    rows = np.asarray(rows, np.int64)[:, :N_IV]
+    if rows.shape[0]:
+        key = (rows[:, 0] * 2 + rows[:, 1]) * (1 << 32) + rows[:, 2] - rows[:, 2].min()
+        order = np.argsort(key, kind="stable")
+        rows = rows[order]
+        key = key[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        summed = np.add.reduceat(rows, starts, axis=0)
+        summed[:, :3] = rows[starts, :3]
+        summed[:, _MAX_COL] = np.maximum.reduceat(rows[:, _MAX_COL], starts)
+        rows = summed
+        # fill the bins inside each (flow, direction) span with zero rows
+        fd = rows[:, 0] * 2 + rows[:, 1]
+        first = np.flatnonzero(np.r_[True, fd[1:] != fd[:-1]])
+        last = np.r_[first[1:], rows.shape[0]] - 1
+        span = rows[last, 2] - rows[first, 2] + 1
+        dense = np.zeros((int(span.sum()), N_IV), np.int64)
+        base = np.r_[0, np.cumsum(span)[:-1]]
+        grp = np.repeat(np.arange(first.size), span)
+        dense[:, 0] = rows[first[grp], 0]
+        dense[:, 1] = rows[first[grp], 1]
+        dense[:, 2] = rows[first[grp], 2] + (np.arange(dense.shape[0]) - base[grp])
+        row_grp = np.repeat(np.arange(first.size), np.diff(np.r_[first, rows.shape[0]]))
+        dense[base[row_grp] + rows[:, 2] - rows[first[row_grp], 2], 3:] = rows[:, 3:]
+        rows = dense
     bin_s = bin_ns / 1e9
-    out = pd.DataFrame({
-        "flow": df["flow"].astype(np.int64),
-        "direction": pd.Categorical.from_codes(df["direction"].astype(np.int64), categories=list(DIRECTIONS)),
-        "bin": df["bin"].astype(np.int64),
-        "start_time_ns": (t0_ns + df["bin"].astype(np.int64) * bin_ns).astype(np.int64),
-    })
-    for c in IV_NAMES:
-        out[c] = df[c].astype(np.int64)
+    out: dict[str, np.ndarray] = {
+        "flow": rows[:, 0].copy(), "direction": rows[:, 1].astype(np.int8), "bin": rows[:, 2].copy(),
+        "start_time_ns": t0_ns + rows[:, 2] * bin_ns,
+    }
+    for j, c in enumerate(IV_NAMES):
+        out[c] = rows[:, 3 + j].copy()
     out["throughput_bps"] = out["wire_bytes"] * 8 / bin_s
     out["goodput_bps"] = out["goodput_bytes"] * 8 / bin_s
     with np.errstate(invalid="ignore", divide="ignore"):
-        pay = out["payload_bytes"].to_numpy(float)
-        out["retransmission_score"] = np.where(pay > 0, out["retransmitted_bytes"].to_numpy(float) / pay, np.nan)
-        n = out["ack_interarrival_count"].to_numpy(float)
-        out["ack_interarrival_mean_ns"] = np.where(n > 0, out["ack_interarrival_sum_ns"].to_numpy(float) / n,
-                                                   np.nan)
+        pay = out["payload_bytes"].astype(float)
+        out["retransmission_score"] = np.where(pay > 0, out["retransmitted_bytes"] / pay, np.nan)
+        n = out["ack_interarrival_count"].astype(float)
+        out["ack_interarrival_mean_ns"] = np.where(n > 0, out["ack_interarrival_sum_ns"] / n, np.nan)
     return out
 
 
-def flow_goodput_series(intervals: pd.DataFrame) -> pd.DataFrame:
-    """Per flow and bin: goodput of both directions together (flow, start_time_ns, goodput_bps)."""
-    g = intervals.groupby(["flow", "start_time_ns"], as_index=False, observed=True)["goodput_bps"].sum()
-    return g
+def interval_table(rows: np.ndarray, t0_ns: int, bin_ns: int) -> pd.DataFrame:
+    """interval_arrays as a DataFrame (``direction`` categorical orig/resp)."""
+    import pandas as pd
+
+    cols = interval_arrays(rows, t0_ns, bin_ns)
+    df = pd.DataFrame(cols)
+    df["direction"] = pd.Categorical.from_codes(cols["direction"].astype(np.int64), categories=list(DIRECTIONS))
+    return df
+
+
+def flow_goodput_series(cols: dict[str, np.ndarray], flows: np.ndarray | None = None,
+                        column: str = "goodput_bps") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flow, start_time_ns, value) per flow and bin, both directions summed; only ``flows`` when given."""
+    sel = np.ones(cols["flow"].shape[0], bool) if flows is None else np.isin(cols["flow"], flows)
+    f, t, v = cols["flow"][sel], cols["start_time_ns"][sel], cols[column][sel]
+    if f.size == 0:
+        return f, t, v.astype(float)
+    order = np.lexsort((t, f))
+    f, t, v = f[order], t[order], v[order]
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (t[1:] != t[:-1])])
+    return f[starts], t[starts], np.add.reduceat(v.astype(float), starts)

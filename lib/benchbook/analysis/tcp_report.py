@@ -20,15 +20,17 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
-from benchbook.analysis.tcp_intervals import flow_goodput_series, interval_table
+from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 OUTPUT_FILES = ("flows.parquet", "intervals.parquet", "rtt.parquet", "report.html", "plotly.min.js", "summary.json")
 BULK_SHARE = 0.01
@@ -53,15 +55,19 @@ def rule_counts(rule: str) -> tuple[str, str | None]:
     return f"retransmissions_{rule}", (None if rule == "zeek" else f"out_of_order_{rule}")
 
 
-def flow_table(tp: TcpPass) -> pd.DataFrame:
-    """One row per flow, both directions (orig_*, resp_*)."""
+NULLABLE = ("handshake_rtt_ns", "syn_to_synack_ns")  # -1 in flow_arrays: not seen (null in Parquet)
+STRINGS = ("src", "dst", "handshake", "first_file")
+
+
+def flow_arrays(tp: TcpPass) -> dict[str, np.ndarray]:
+    """One entry per flow, both directions (orig_*, resp_*), as columns of numpy arrays."""
     fl, st, holes = tp.fl, tp.st, tp.holes
     n = fl.shape[0]
-    cols: dict[str, Any] = {
+    cols: dict[str, np.ndarray] = {
         "flow": np.arange(n, dtype=np.int64),
-        "src": [address(int(fl[f, tf.FL_OA_HI]), int(fl[f, tf.FL_OA_LO])) for f in range(n)],
+        "src": np.array([address(int(fl[f, tf.FL_OA_HI]), int(fl[f, tf.FL_OA_LO])) for f in range(n)], object),
         "sport": fl[:, tf.FL_OPORT].astype(np.int64),
-        "dst": [address(int(fl[f, tf.FL_RA_HI]), int(fl[f, tf.FL_RA_LO])) for f in range(n)],
+        "dst": np.array([address(int(fl[f, tf.FL_RA_HI]), int(fl[f, tf.FL_RA_LO])) for f in range(n)], object),
         "dport": fl[:, tf.FL_RPORT].astype(np.int64),
         "ip_version": fl[:, tf.FL_IPV].astype(np.int64),
         "first_time_ns": fl[:, tf.FL_FIRST_TS].astype(np.int64),
@@ -69,40 +75,96 @@ def flow_table(tp: TcpPass) -> pd.DataFrame:
     }
     syn, synack, ack3 = fl[:, tf.FL_SYN_TS], fl[:, tf.FL_SYNACK_TS], fl[:, tf.FL_ACK3_TS]
     cols["handshake"] = np.where((syn >= 0) & (synack >= 0) & (ack3 >= 0), "complete",
-                                 np.where((syn >= 0) | (synack >= 0), "partial", "none"))
-    cols["handshake_rtt_ns"] = pd.array(np.where((syn >= 0) & (ack3 >= 0), ack3 - syn, -1), dtype="Int64")
-    cols["handshake_rtt_ns"][cols["handshake_rtt_ns"] < 0] = pd.NA
-    cols["syn_to_synack_ns"] = pd.array(np.where((syn >= 0) & (synack >= 0), synack - syn, -1), dtype="Int64")
-    cols["syn_to_synack_ns"][cols["syn_to_synack_ns"] < 0] = pd.NA
+                                 np.where((syn >= 0) | (synack >= 0), "partial", "none")).astype(object)
+    cols["handshake_rtt_ns"] = np.where((syn >= 0) & (ack3 >= 0), ack3 - syn, -1).astype(np.int64)
+    cols["syn_to_synack_ns"] = np.where((syn >= 0) & (synack >= 0), synack - syn, -1).astype(np.int64)
     cols["first_file_offset"] = fl[:, tf.FL_FIRST_OFF].astype(np.int64)
-    cols["first_file"] = [tp.files[int(k)] for k in fl[:, tf.FL_FIRST_FILE]]
+    cols["first_file"] = np.array([tp.files[int(k)] for k in fl[:, tf.FL_FIRST_FILE]], object)
     for d, prefix in enumerate(("orig_", "resp_")):
         s = st[:, d]
         for name, k in _DIR_COLUMNS.items():
             cols[prefix + name] = s[:, k].astype(np.int64)
         span = s[:, tf.S_HIGH] - s[:, tf.S_FIRST_DATA]
         cols[prefix + "seq_span_bytes"] = np.where(s[:, tf.S_INIT] > 0, span, 0).astype(np.int64)
-        hole_bytes = np.array([int((holes[f, d, : int(s[f, tf.S_NHOLES]), 1]
-                                    - holes[f, d, : int(s[f, tf.S_NHOLES]), 0]).sum()) for f in range(n)], np.int64)
+        k = np.arange(holes.shape[2])
+        inside = k[None, :] < s[:, tf.S_NHOLES][:, None]
+        hole_bytes = ((holes[:, d, :, 1] - holes[:, d, :, 0]) * inside).sum(axis=1).astype(np.int64)
         cols[prefix + "missed_bytes"] = hole_bytes + s[:, tf.S_LOST_HOLE_BYTES] + s[:, tf.S_UNCAPTURED]
-        for stat in ("min", "mean", "p99"):
-            vals = []
-            for f in range(n):
-                h = tp.rtt_hist.get((f, d))
-                if h is None or h.total_count == 0:
-                    vals.append(np.nan)
-                else:
-                    vals.append(float(h.min) if stat == "min" else float(h.mean) if stat == "mean"
-                                else float(h.value_at_percentile(99.0)))
-            cols[prefix + f"rtt_{stat}_ns"] = np.array(vals, float)
-        cols[prefix + "rtt_samples"] = np.array(
-            [tp.rtt_hist[(f, d)].total_count if (f, d) in tp.rtt_hist else 0 for f in range(n)], np.int64)
-    df = pd.DataFrame(cols)
-    dur = (df["last_time_ns"] - df["first_time_ns"]).to_numpy(float) / 1e9
-    df["duration_s"] = dur
+        stats = {"min": np.full(n, np.nan), "mean": np.full(n, np.nan), "p99": np.full(n, np.nan)}
+        count = np.zeros(n, np.int64)
+        for (f, dd), h in tp.rtt_hist.items():
+            if dd == d and h.total_count:
+                stats["min"][f], stats["mean"][f] = float(h.min), float(h.mean)
+                stats["p99"][f] = float(h.value_at_percentile(99.0))
+                count[f] = h.total_count
+        for stat, v in stats.items():
+            cols[prefix + f"rtt_{stat}_ns"] = v
+        cols[prefix + "rtt_samples"] = count
+    dur = (cols["last_time_ns"] - cols["first_time_ns"]) / 1e9
+    cols["duration_s"] = dur
     with np.errstate(divide="ignore", invalid="ignore"):
-        df["goodput_bps"] = np.where(dur > 0, (df["orig_unique_bytes"] + df["resp_unique_bytes"]) * 8 / dur, np.nan)
+        cols["goodput_bps"] = np.where(dur > 0, (cols["orig_unique_bytes"] + cols["resp_unique_bytes"]) * 8 / dur,
+                                       np.nan)
+    return cols
+
+
+def flow_table(tp: TcpPass) -> pd.DataFrame:
+    """flow_arrays as a DataFrame (handshake_rtt_ns and syn_to_synack_ns nullable Int64)."""
+    import pandas as pd
+
+    cols = flow_arrays(tp)
+    df = pd.DataFrame({k: (v.tolist() if k in STRINGS else v) for k, v in cols.items()})
+    for k in NULLABLE:
+        df[k] = pd.array(cols[k], dtype="Int64")
+        df.loc[cols[k] < 0, k] = pd.NA
     return df
+
+
+def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
+    """A pyarrow Array over a numpy column built from its buffers: ``pa.array`` would import pandas (0.3-0.5 s
+    of start-up) only to check whether the input is a pandas object. Object arrays become UTF-8 strings; ``null``
+    marks null entries."""
+    import pyarrow as pa
+
+    n = int(v.shape[0])
+    validity = None
+    if null is not None and null.any():
+        validity = pa.py_buffer(np.packbits(~null, bitorder="little"))
+    if v.dtype == object:
+        raw = [str(x).encode() for x in v]
+        offsets = np.zeros(n + 1, np.int32)
+        if n:
+            offsets[1:] = np.cumsum([len(b) for b in raw])
+        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+    types = {np.dtype(np.int64): pa.int64(), np.dtype(np.int8): pa.int8(), np.dtype(np.float64): pa.float64()}
+    v = np.ascontiguousarray(v)
+    return pa.Array.from_buffers(types[v.dtype], n, [validity, pa.py_buffer(v)])
+
+
+def arrow_dictionary(codes: np.ndarray, values: tuple[str, ...]):
+    """Dictionary-encoded strings (int8 codes into ``values``) without pandas."""
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(arrow_array(codes.astype(np.int8)), arrow_array(np.array(values, object)))
+
+
+def write_parquet(path: Path, cols: dict[str, np.ndarray], dictionary: dict[str, tuple[str, ...]] | None = None,
+                  nullable: tuple[str, ...] = ()) -> None:
+    """Columns to Parquet: object arrays as strings, ``dictionary`` columns (codes) as dictionary strings,
+    ``nullable`` int columns with -1 as null."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays, names = [], []
+    for k, v in cols.items():
+        if dictionary and k in dictionary:
+            arrays.append(arrow_dictionary(v, dictionary[k]))
+        elif k in nullable:
+            arrays.append(arrow_array(v, null=v < 0))
+        else:
+            arrays.append(arrow_array(v))
+        names.append(k)
+    pq.write_table(pa.Table.from_arrays(arrays, names=names), str(path), compression="zstd")
 
 
 def _merged_rtt_ms(tp: TcpPass, f: int) -> dict[str, float | None]:
@@ -115,38 +177,38 @@ def _merged_rtt_ms(tp: TcpPass, f: int) -> dict[str, float | None]:
     return rt.rtt_summary_ms(h)
 
 
-def fairness_numbers(flows: pd.DataFrame, intervals: pd.DataFrame, bin_ns: int) -> dict[str, Any]:
+def fairness_numbers(flows: dict[str, np.ndarray], intervals: dict[str, np.ndarray], bin_ns: int) -> dict[str, Any]:
     """Both Jain variants over the bulk flows' per-bin goodput (None with fewer than two bulk flows)."""
     from benchbook.analysis.fairness import FlowSeries, summarize
 
     unique = flows["orig_unique_bytes"] + flows["resp_unique_bytes"]
     total = float(unique.sum())
-    bulk = flows.loc[unique >= BULK_SHARE * total, "flow"].tolist() if total > 0 else []
+    bulk = flows["flow"][unique >= BULK_SHARE * total].tolist() if total > 0 else []
     out: dict[str, Any] = {"jain_of_means": None, "jain_mean_of_intervals": None, "jain_min_interval": None,
                            "bulk_flows": bulk}
     if len(bulk) < 2:
         return out
-    g = flow_goodput_series(intervals[intervals["flow"].isin(bulk)])
-    series = FlowSeries.from_columns(g["flow"].tolist(), g["start_time_ns"].to_numpy(), g["goodput_bps"].to_numpy(),
-                                     interval_ns=bin_ns, source="intervals")
+    f, t, v = flow_goodput_series(intervals, np.array(bulk))
+    series = FlowSeries.from_columns(f.tolist(), t, v, interval_ns=bin_ns, source="intervals")
     s = summarize(series)
     out.update({k: s[k] for k in ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval")})
     return out
 
 
-def summary_doc(tp: TcpPass, flows: pd.DataFrame, fair: dict[str, Any]) -> dict[str, Any]:
+def summary_doc(tp: TcpPass, flows: dict[str, np.ndarray], fair: dict[str, Any]) -> dict[str, Any]:
     rx_col, ooo_col = rule_counts(tp.rule)
     rows = []
-    for r in flows.itertuples(index=False):
-        d = r._asdict()
+    for i in range(flows["flow"].shape[0]):
+        def both(stem: str, i: int = i) -> int:
+            return int(flows["orig_" + stem][i] + flows["resp_" + stem][i])
+
+        g = float(flows["goodput_bps"][i])
         rows.append({
-            "src": d["src"], "sport": int(d["sport"]), "dst": d["dst"], "dport": int(d["dport"]),
-            "packets": int(d["orig_packets"] + d["resp_packets"]),
-            "bytes": int(d["orig_wire_bytes"] + d["resp_wire_bytes"]),
-            "goodput_bps": None if not np.isfinite(d["goodput_bps"]) else float(d["goodput_bps"]),
-            "retransmissions": int(d["orig_" + rx_col] + d["resp_" + rx_col]),
-            "out_of_order": 0 if ooo_col is None else int(d["orig_" + ooo_col] + d["resp_" + ooo_col]),
-            "rtt_ms": _merged_rtt_ms(tp, int(d["flow"])),
+            "src": str(flows["src"][i]), "sport": int(flows["sport"][i]), "dst": str(flows["dst"][i]),
+            "dport": int(flows["dport"][i]), "packets": both("packets"), "bytes": both("wire_bytes"),
+            "goodput_bps": g if np.isfinite(g) else None, "retransmissions": both(rx_col),
+            "out_of_order": 0 if ooo_col is None else both(ooo_col),
+            "rtt_ms": _merged_rtt_ms(tp, int(flows["flow"][i])),
         })
     return {"rule": tp.rule, "bin_ms": tp.bin_ns / 1e6, "packets": tp.counters["packets"], "flows": rows,
             "jain_of_means": fair["jain_of_means"], "jain_mean_of_intervals": fair["jain_mean_of_intervals"]}
@@ -160,8 +222,6 @@ class _RttSink:
         import pyarrow.parquet as pq
 
         self.pa, self.pq = pa, pq
-        self.dirs = pa.array(["orig", "resp"])
-        self.kinds = pa.array(list(rt.KIND_NAMES))
         self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.dictionary(pa.int8(), pa.string())),
                                  ("time_ns", pa.int64()), ("rtt_ns", pa.int64()),
                                  ("kind", pa.dictionary(pa.int8(), pa.string())), ("bytes_in_flight", pa.int64())])
@@ -176,11 +236,11 @@ class _RttSink:
 
     def __call__(self, rows: np.ndarray) -> None:
         pa = self.pa
-        dirs = pa.DictionaryArray.from_arrays(pa.array(rows[:, rt.R_DIR].astype(np.int8)), self.dirs)
-        kinds = pa.DictionaryArray.from_arrays(pa.array(rows[:, rt.R_KIND].astype(np.int8)), self.kinds)
+        dirs = arrow_dictionary(rows[:, rt.R_DIR], ("orig", "resp"))
+        kinds = arrow_dictionary(rows[:, rt.R_KIND], rt.KIND_NAMES)
         table = pa.Table.from_arrays(
-            [pa.array(rows[:, rt.R_FLOW]), dirs, pa.array(rows[:, rt.R_TIME]), pa.array(rows[:, rt.R_RTT]), kinds,
-             pa.array(rows[:, rt.R_INFLIGHT])], schema=self.schema)
+            [arrow_array(rows[:, rt.R_FLOW]), dirs, arrow_array(rows[:, rt.R_TIME]), arrow_array(rows[:, rt.R_RTT]),
+             kinds, arrow_array(rows[:, rt.R_INFLIGHT])], schema=self.schema)
         self.writer.write_table(table)
         start = (-self.seen) % self.stride
         self.seen += rows.shape[0]
@@ -200,7 +260,7 @@ class _RttSink:
         return np.concatenate(self.sample) if self.sample else np.zeros((0, rt.N_R), np.int64)
 
 
-def _html(out: Path, flows: pd.DataFrame, intervals: pd.DataFrame, rtt_sample: np.ndarray, t0_ns: int,
+def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarray], rtt_sample: np.ndarray, t0_ns: int,
           fair: dict[str, Any], rule: str, bin_ns: int) -> None:
     """report.html: throughput, goodput and RTT over time per flow (plotly.js beside it, no network needed).
 
@@ -210,15 +270,17 @@ def _html(out: Path, flows: pd.DataFrame, intervals: pd.DataFrame, rtt_sample: n
 
     js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     shutil.copyfile(js, out / "plotly.min.js")
-    label = {int(r.flow): f"{r.flow}: {r.src}:{r.sport} > {r.dst}:{r.dport}" for r in flows.itertuples()}
-    per_flow = intervals.groupby(["flow", "start_time_ns"], as_index=False, observed=True)[
-        ["throughput_bps", "goodput_bps"]].sum()
+    label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" for f, a, sp, b, dp in zip(
+        flows["flow"], flows["src"], flows["sport"], flows["dst"], flows["dport"], strict=True)}
     data: list[dict[str, Any]] = []
-    for f, g in per_flow.groupby("flow"):
-        x = np.round((g["start_time_ns"].to_numpy() - t0_ns) / 1e9, 6).tolist()
-        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(g["throughput_bps"] / 1e6, 6).tolist(),
+    _, _, thr = flow_goodput_series(intervals, column="throughput_bps")
+    fids, starts, good = flow_goodput_series(intervals)
+    for f in np.unique(fids):
+        m = fids == f
+        x = np.round((starts[m] - t0_ns) / 1e9, 6).tolist()
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(thr[m] / 1e6, 6).tolist(),
                      "name": label[int(f)], "legendgroup": str(f), "xaxis": "x", "yaxis": "y3"})
-        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(g["goodput_bps"] / 1e6, 6).tolist(),
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(good[m] / 1e6, 6).tolist(),
                      "name": label[int(f)], "legendgroup": str(f), "showlegend": False, "xaxis": "x", "yaxis": "y2"})
     for f in np.unique(rtt_sample[:, rt.R_FLOW]) if rtt_sample.size else []:
         m = rtt_sample[:, rt.R_FLOW] == f
@@ -251,7 +313,7 @@ def _html(out: Path, flows: pd.DataFrame, intervals: pd.DataFrame, rtt_sample: n
 
 
 def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",
-                html: bool = True) -> tuple[dict[str, Any], pd.DataFrame, list[str]]:
+                html: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray], list[str]]:
     """Analyse the captures and write the report directory; returns (summary, flows table, messages)."""
     bin_ns = round(bin_ms * 1_000_000)
     out = Path(out_dir)
@@ -266,10 +328,10 @@ def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 10
             tp = run_pass(paths, bin_ns=bin_ns, rule=rule, on_rtt=sink)
         finally:
             rtt_sample = sink.close()
-        flows = flow_table(tp)
-        intervals = interval_table(tp.iv_rows, tp.t0_ns, bin_ns)
-        flows.to_parquet(work / "flows.parquet", index=False)
-        intervals.to_parquet(work / "intervals.parquet", index=False)
+        flows = flow_arrays(tp)
+        intervals = interval_arrays(tp.iv_rows, tp.t0_ns, bin_ns)
+        write_parquet(work / "flows.parquet", flows, nullable=NULLABLE)
+        write_parquet(work / "intervals.parquet", intervals, dictionary={"direction": DIRECTIONS})
         fair = fairness_numbers(flows, intervals, bin_ns)
         summary = summary_doc(tp, flows, fair)
         if html:
