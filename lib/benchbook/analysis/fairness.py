@@ -12,7 +12,7 @@ names the one it shows:
   where it has a value). Flent's ``FairnessMeanReducer`` ("fairness of means").
 - ``jain_mean_of_intervals``: the mean over intervals of the index of that interval's throughputs
   (``jain_min_interval``: their minimum). Flent's per-step ``FairnessRunner`` series averaged in its
-  bar plots; Turkovic's tables match this variant at 300 ms intervals.
+  bar plots; tables in the congestion-control literature often report this variant.
 
 Interval rule: an interval counts for the per-interval variants when every flow has a value there
 and at least one flow sent something (an all-zero interval has no defined index and is skipped).
