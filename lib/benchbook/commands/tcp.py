@@ -24,7 +24,14 @@ def tcp(
     """Write flows.parquet, intervals.parquet, rtt.parquet, report.html and summary.json to DIR."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # returns freed memory: flat peak RSS
     if "scipy" not in sys.modules and "numba" not in sys.modules:
-        sys.modules["scipy"] = None  # type: ignore[assignment]  # numba then skips its BLAS support import
+        # numba imports SciPy (0.3 s) for BLAS support the kernels do not use: hide it while numba loads, then
+        # let a later `import scipy` in the same process (a notebook, a test runner) work as usual
+        sys.modules["scipy"] = None  # type: ignore[assignment]
+        try:
+            import numba  # noqa: F401
+        finally:
+            if sys.modules.get("scipy", 0) is None:
+                del sys.modules["scipy"]
     from benchbook.analysis.tcp_rules import RULES
 
     if rule not in RULES:
