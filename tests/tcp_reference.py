@@ -10,6 +10,7 @@ Direction 0 is the sender of a flow's first packet, or its receiver when that pa
 from __future__ import annotations
 
 import struct
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 
@@ -144,3 +145,21 @@ def analyse(paths, bin_ns: int = 100_000_000) -> dict:
                 d.ooo_tcptrace += 1
             d.high = max(d.high, end)
     return flows
+
+
+def tshark_wireshark_rule(exe: str, path: Path) -> dict[int, tuple[int, int, int]]:
+    """Per source port: (retransmissions, out-of-order segments, max bytes in flight) as tshark flags them on
+    payload segments (retransmission covers fast and spurious ones too)."""
+    out = subprocess.run(
+        [exe, "-r", str(path), "-Y", "tcp.len > 0", "-T", "fields", "-E", "separator=,", "-e", "tcp.srcport",
+         "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
+         "-e", "tcp.analysis.spurious_retransmission", "-e", "tcp.analysis.out_of_order",
+         "-e", "tcp.analysis.bytes_in_flight"], capture_output=True, text=True, check=True).stdout
+    res: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        port, rx, fast, spurious, ooo, infl = line.split(",")
+        r = res.setdefault(int(port), [0, 0, 0])
+        r[0] += bool(rx or fast or spurious)
+        r[1] += bool(ooo)
+        r[2] = max(r[2], int(infl or 0))
+    return {k: tuple(v) for k, v in res.items()}

@@ -455,3 +455,22 @@ def test_pcapng_zstd_and_linux_cooked_give_the_same_flows(synth, tmp_path: Path)
         assert got[counters].equals(want[counters]), other
         assert got[["src", "sport", "dst", "dport"]].equals(want[["src", "sport", "dst", "dport"]])
     assert flow_table(run_pass([zst])).equals(want.assign(first_file=str(zst)))
+
+
+@pytest.mark.slow
+def test_wireshark_rule_equals_tshark_analysis_flags(synth) -> None:
+    """tshark's tcp.analysis.* flags per payload segment, counted per flow: retransmissions (incl. fast and
+    spurious) and out-of-order segments equal the wireshark rule's; the largest tcp.analysis.bytes_in_flight
+    equals the largest per-bin bytes in flight."""
+    from benchbook.analysis.tcp_intervals import interval_table
+
+    exe = require_program("tshark")
+    path, _ = synth
+    tp = run_pass([path], rule="wireshark")
+    df = flow_table(tp)
+    iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+    theirs = tcp_reference.tshark_wireshark_rule(exe, path)
+    for r in df.itertuples():
+        infl = int(iv[(iv["flow"] == r.flow) & (iv["direction"] == "orig")]["bytes_in_flight_max"].max())
+        assert theirs[int(r.sport)] == (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark, infl)
+    assert sum(v[0] for v in theirs.values()) > 0 and sum(v[1] for v in theirs.values()) > 0

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tcp_reference
 from benchbook.analysis.tcp_intervals import interval_table
 from benchbook.analysis.tcp_pass import run_pass
 from benchbook.analysis.tcp_report import flow_table
@@ -125,3 +126,16 @@ def test_tshark_conv_and_io_stat(iperf_capture) -> None:
         ours = np.zeros(len(cells), np.int64)
         ours[sel["bin"].to_numpy()] = sel["payload_bytes"].to_numpy()
         assert np.array_equal(ours, np.array([c[j] for c in cells], np.int64)), r.sport
+
+
+def test_wireshark_rule_equals_tshark_analysis_flags(iperf_capture) -> None:
+    """tshark's tcp.analysis.* flags on the sender's payload segments, per flow (source ports are unique on the
+    sender side): retransmissions and out-of-order segments equal the wireshark rule's."""
+    exe = require_program("tshark")
+    pcap, _ = iperf_capture
+    df = flow_table(run_pass([pcap], rule="wireshark"))
+    theirs = tcp_reference.tshark_wireshark_rule(exe, pcap)
+    for r in df.itertuples():
+        got = (int(r.orig_retransmissions_wireshark), int(r.orig_out_of_order_wireshark))
+        assert theirs.get(int(r.sport), (0, 0, 0))[:2] == got, r.sport
+    assert sum(v[0] for v in theirs.values()) > 0

@@ -406,8 +406,9 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                 thr = tr.DEFAULT_OOO_THRESHOLD_NS
                 if fl[f, FL_SYN_TS] >= 0 and fl[f, FL_ACK3_TS] >= 0:
                     thr = fl[f, FL_ACK3_TS] - fl[f, FL_SYN_TS]
-                bits = tr.classify(seg_start, seg_end, high, overlap, t, st[f, od, S_ACKED], st[f, od, S_ACKED_OK],
-                                   st[f, od, S_DUPACKS], st[f, od, S_DUPACK_TS], st[f, d, S_HIGH_TS], thr)
+                # S_ACKED, S_DUPACKS, S_DUPACK_TS of direction d: what the peer's ACKs said about d's data
+                bits = tr.classify(seg_start, seg_end, high, overlap, t, st[f, d, S_ACKED], st[f, d, S_ACKED_OK],
+                                   st[f, d, S_DUPACKS], st[f, d, S_DUPACK_TS], st[f, d, S_HIGH_TS], thr)
                 if bits & tr.RX_ZEEK:
                     st[f, d, S_RX_Z] += 1
                     st[f, d, S_RXB_Z] += plen
@@ -443,8 +444,8 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                     st[f, d, S_HIGH] = seg_end
                     st[f, d, S_HIGH_TS] = t
                     rt.seg_push(sgr, st, f, d, S_SEG_HEAD, seg_end, t)
-                if st[f, od, S_ACKED_OK]:
-                    infl = st[f, d, S_HIGH] - st[f, od, S_ACKED]
+                if st[f, d, S_ACKED_OK]:
+                    infl = st[f, d, S_HIGH] - st[f, d, S_ACKED]
                     if infl > st[f, d, B_INFL_MAX]:
                         st[f, d, B_INFL_MAX] = infl
             if p[tp.P_HAS_TS]:
