@@ -22,6 +22,7 @@ from numba import njit
 from benchbook.analysis import tcp_parse as tp
 from benchbook.analysis import tcp_rtt as rt
 from benchbook.analysis import tcp_rules as tr
+from benchbook.analysis.kernel_cache import drop_stale_cache, module_dispatchers
 
 MAX_HOLES = 16
 
@@ -491,3 +492,7 @@ def flush_flows(fl, st, flows, iv, c):
         for d in range(2):
             _flush_bin(f, d, fl, st, iv, c)
             st[f, d, S_CUR_BIN] = np.iinfo(np.int64).min
+
+
+# the kernels above inline helpers of these modules: their cache must not outlive a change there
+drop_stale_cache(module_dispatchers(globals(), __name__), [tp.__file__, rt.__file__, tr.__file__])
