@@ -155,3 +155,35 @@ def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
     assert cmd[11].endswith("-m benchbook.cli run notebooks/x.ipynb -p rate=10 -p flag=true "
                             "--experiment no-such-entry-rebuild")
     assert shlex.split(inner)[:3] == ["benchbook", "run", "notebooks/x.ipynb"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_manifests_evaluate_with_guile_to_the_index_versions(tmp_path):
+    """Guile loads Guix's modules at the pin uncompiled and resolves every manifest specification to a
+    package object (as `guix shell -m` does, nothing built); each is the package the index names."""
+    import shutil
+
+    from benchbook.provenance.envcheck import read_manifest
+    from benchbook.provenance.guix_eval import evaluate, prepare_tree
+
+    git = _guix_git()
+    guile = shutil.which("guile")
+    if guile is None:
+        pytest.skip("guile is not installed (Debian: guile-3.0)")
+    libs = subprocess.run([guile, "-c", "(use-modules (gcrypt hash) (json) (zlib) (lzlib) (sqlite3) (git))"],
+                          capture_output=True, text=True, timeout=120)
+    if libs.returncode != 0:
+        pytest.skip("Guile libraries Guix loads are missing (Debian: guile-gcrypt guile-json guile-zlib "
+                    "guile-lzlib guile-sqlite3 guile-git)")
+    pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
+    idx = read_index(index_path(MANIFESTS_DIR, pinned))
+    notes = prepare_tree(git, pinned, tmp_path / "guix")
+    assert all("stand-in" in n or "not written" in n for n in notes), notes
+    manifests = [MANIFESTS_DIR / "analysis.scm", MANIFESTS_DIR / "testbed.scm"]
+    res = evaluate(tmp_path / "guix", manifests, timeout_s=1500)
+    assert res.returncode == 0, (res.stderr, res.log)
+    for m in manifests:
+        got = [(name, version, file) for manifest, name, version, file in res.entries if manifest == m.name]
+        want = [(n, idx.rows[n].version, idx.rows[n].module) for n in read_manifest(m)]
+        assert got == want, m

@@ -224,6 +224,50 @@ def guix_pin(
         raise typer.Exit(1)
 
 
+@env_app.command("guix-eval")
+def guix_eval(
+    guix_git: Path = typer.Option(..., "--guix-git", help="git directory of a GNU Guix copy (a clone or mirror)"),
+    timeout_s: float = typer.Option(900.0, "--timeout-s", help="give up after this many seconds"),
+) -> None:
+    """Evaluate manifests/*.scm with Guile and the Guix source at the pin (no Guix, nothing built) and
+    compare every resolved package with the Guix index."""
+    import shutil
+    import tempfile
+
+    from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
+    from benchbook.provenance.guix_eval import evaluate, prepare_tree
+    from benchbook.provenance.guix_index import index_path, read_index
+    from benchbook.provenance.scheme import channel_commits
+
+    if shutil.which("guile") is None:
+        typer.echo("benchbook env guix-eval: guile is not installed", err=True)
+        raise typer.Exit(2)
+    commit = channel_commits(REPO_ROOT / "channels.scm")["guix"]
+    idx = read_index(index_path(MANIFESTS_DIR, commit))
+    manifests = [MANIFESTS_DIR / "analysis.scm", MANIFESTS_DIR / "testbed.scm"]
+    tree = Path(tempfile.mkdtemp(prefix="benchbook-guix-src-"))
+    try:
+        for note in prepare_tree(guix_git, commit, tree):
+            typer.echo(f"# {note}")
+        res = evaluate(tree, manifests, timeout_s=timeout_s)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    for line in res.log:
+        typer.echo(line)
+    bad = []
+    for manifest, name, version, file in res.entries:
+        row = idx.rows.get(name)
+        same = row is not None and row.defined and row.version == version and row.module == file
+        typer.echo(f"{manifest}\t{name}\t{version}\t{file}\t{'= index' if same else 'DIFFERS from the index'}")
+        if not same:
+            bad.append(name)
+    typer.echo(f"guix eval: {len(res.entries)} entries in {res.elapsed_s:.0f} s (guile exit {res.returncode}); "
+               f"{len(bad)} differ from the index{': ' + ', '.join(bad) if bad else ''}")
+    if res.returncode != 0 or bad or not res.entries:
+        typer.echo(res.stderr, err=True)
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the benchbook app."""
     app.add_typer(env_app, name="env")
