@@ -63,6 +63,7 @@ def test_run_page_has_verdict_provenance_downloads_history(site):
     html = (site / newest["page"]).read_text()
     for needle in ('id="provenance"', 'id="downloads"', 'id="history"', "benchbook reproduce benchbook-latency-demo",
                    "-p n_packets=8000", "guix time-machine -C channels.scm -- shell -m manifest.scm",
+                   "pip install --require-hashes --no-deps -r manifests/requirements.lock",
                    "Guix channel commit", "verified", "latency.hlog", "latencies.parquet", "verdict.json",
                    ".crate.zip", "15/15 values match"):
         assert needle in html, f"run page lacks {needle!r}"

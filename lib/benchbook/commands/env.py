@@ -78,9 +78,6 @@ def check(
     raise typer.Exit(1)
 
 
-GUIX_VENV = ".venv-guix"
-
-
 def rebuild_command(run_dir: Path, record: dict) -> tuple[list[str], str]:
     """The guix time-machine command for a run, and the benchbook command it runs inside.
 
@@ -111,11 +108,9 @@ def rebuild_command(run_dir: Path, record: dict) -> tuple[list[str], str]:
                 continue
             inner += ["-p", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
         inner += ["--experiment", f"{record['experiment']}-rebuild"]
-    py = f"{GUIX_VENV}/bin/python"
-    script = (f"python3 -m venv {GUIX_VENV} && {py} -m pip install --require-hashes --no-deps "
-              f"-r manifests/requirements.lock && PYTHONPATH=lib {py} -m benchbook.cli {shlex.join(inner[1:])}")
-    cmd = ["guix", "time-machine", "-C", str(run_dir / "channels.scm"), "--", "shell", "-m",
-           str(run_dir / "manifest.scm"), "--", "sh", "-c", script]
+    from benchbook.provenance.environment import guix_rebuild_argv
+
+    cmd = guix_rebuild_argv(str(run_dir / "channels.scm"), str(run_dir / "manifest.scm"), inner[1:])
     return cmd, shlex.join(inner)
 
 
@@ -131,6 +126,7 @@ def rebuild(
 
     from benchbook.experiment.record import RunRecordError, find_run, read_record
     from benchbook.paths import REPO_ROOT, RUNS_DIR
+    from benchbook.provenance.environment import GUIX_VENV
 
     try:
         run_dir = find_run(run, RUNS_DIR)

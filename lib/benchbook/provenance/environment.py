@@ -113,3 +113,18 @@ def environment_description() -> dict[str, Any]:
     env["guix_describe"] = guix_describe()
     env.update(git_state())
     return env
+
+
+GUIX_VENV = ".venv-guix"
+
+
+def guix_rebuild_argv(channels: str, manifest: str, benchbook_args: list[str]) -> list[str]:
+    """``guix time-machine -C CHANNELS -- shell -m MANIFEST -- sh -c ...`` running ``benchbook ARGS`` from the
+    checkout: inside the pinned shell the Python packages come from the hashed pip lock (manifests/
+    exceptions.toml says why), installed into a venv on the manifest's interpreter."""
+    import shlex
+
+    py = f"{GUIX_VENV}/bin/python"
+    script = (f"python3 -m venv {GUIX_VENV} && {py} -m pip install --require-hashes --no-deps "
+              f"-r manifests/requirements.lock && PYTHONPATH=lib {py} -m benchbook.cli {shlex.join(benchbook_args)}")
+    return ["guix", "time-machine", "-C", channels, "--", "shell", "-m", manifest, "--", "sh", "-c", script]

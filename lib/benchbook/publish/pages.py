@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from benchbook.provenance.environment import guix_rebuild_argv
 from benchbook.publish.runs import PublishedRun
 from benchbook.publish.verify import Checked
 
@@ -233,7 +234,7 @@ def rebuild_commands(run: PublishedRun) -> dict[str, str]:
             if k != "output_dir":
                 inner += ["-p", f"{k}={_param_text(v)}"]
         inner += ["--experiment", run.experiment]
-    guix = ["guix", "time-machine", "-C", "channels.scm", "--", "shell", "-m", "manifest.scm", "--", *inner]
+    guix = guix_rebuild_argv("channels.scm", "manifest.scm", inner[1:])
     return {"reproduce": shlex.join(inner), "guix": shlex.join(guix)}
 
 
