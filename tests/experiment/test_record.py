@@ -121,6 +121,7 @@ def test_read_record_names_file_and_position(tmp_path):
         read_record(tmp_path)
 
 
+@pytest.mark.slow
 def test_reproduce_run_leaves_a_valid_record(tmp_path):
     """`benchbook reproduce` goes through run_notebook, so its figure runs are full run records."""
     import sys

@@ -55,6 +55,7 @@ def test_parse_grid_and_expand():
         parse_grid(["a=1", "a=2"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # three sweeps: uninterrupted, killed, resumed
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     (tmp_path / "input.txt").write_text("a relative input path\n")

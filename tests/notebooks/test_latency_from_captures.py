@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchbook.experiment.runner import run_notebook
 from benchbook.paths import NOTEBOOKS_DIR
 
 
+@pytest.mark.slow
 def test_demo_notebook_matches_generator_truth(tmp_path):
     run = run_notebook(
         NOTEBOOKS_DIR / "reusable" / "latency-from-captures.ipynb",

@@ -68,6 +68,7 @@ def test_point_through_dut(tmp_path, kind, mode):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @pytest.mark.timeout(1500)  # two full reproductions of the figure, each up to 600 s
 def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     _needs("dpdk-testpmd", "perf")
@@ -113,6 +114,7 @@ cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 
 
 @pytest.mark.root
+@pytest.mark.slow
 def test_sigint_mid_measurement_restores_everything(tmp_path):
     """Ctrl-C while testpmd forwards inside the v1 recipe: cgroups gone, tasks and settings back."""
     _needs("dpdk-testpmd")

@@ -70,6 +70,7 @@ def _qemu_pids() -> set[int]:
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @pytest.mark.parametrize("hierarchy", ["v1", "v2"])
 def test_boot_with_hierarchy(guest_ready, hierarchy):
     before = set(Path("/tmp").glob("bb-guest-*"))
