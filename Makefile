@@ -61,7 +61,7 @@ $(NATIVE): native/loadgen/bb-loadgen.c
 
 # ruff (pyproject [tool.ruff]) and the architecture's import contracts (pyproject [tool.importlinter]).
 lint: venv
-	$(BIN)/ruff check lib tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
 test: lint venv deps java-oracle native

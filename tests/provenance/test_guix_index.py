@@ -86,9 +86,12 @@ def test_index_reader_rejects_malformed_files(tmp_path):
 
 
 def _guix_git() -> Path:
-    path = Path(os.environ.get("BENCHBOOK_GUIX_GIT", "/work/.mirror/Foundation-Devices+guix-mirror/repo"))
+    where = os.environ.get("BENCHBOOK_GUIX_GIT")
+    if not where:
+        pytest.skip("no Guix git copy: set BENCHBOOK_GUIX_GIT to the git directory of a Guix clone or mirror")
+    path = Path(where)
     if not (path / "objects").is_dir():
-        pytest.skip(f"no Guix git copy at {path} (set BENCHBOOK_GUIX_GIT to a clone's git directory)")
+        pytest.skip(f"BENCHBOOK_GUIX_GIT={path} is not a git directory (no objects/)")
     return path
 
 
@@ -146,7 +149,7 @@ def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
     assert copied["channels"] == "channels.scm" and copied["manifest_source"] == "analysis.scm"
     assert channel_commits(run_dir / "channels.scm")["guix"] == pinned
     record = {"experiment": "no-such-entry", "notebook": str(REPO_ROOT / "notebooks" / "x.ipynb"),
-              "parameters": {"rate": 10, "flag": True, "output_dir": "/tmp/o"}}
+              "parameters": {"rate": 10, "flag": True, "output_dir": "out"}}
     cmd, inner = rebuild_command(run_dir, record)
     assert cmd[:9] == ["guix", "time-machine", "-C", str(run_dir / "channels.scm"), "--", "shell", "-m",
                        str(run_dir / "manifest.scm"), "--"]
