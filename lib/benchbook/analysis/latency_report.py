@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+from benchbook.report_dir import report_dir
 
 PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
 SUMMARY_COUNTS = ("pre", "post", "matched", "lost", "unmatched_post", "duplicates", "reordered")
@@ -205,12 +204,7 @@ def analyze_captures(
     import warnings
 
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"{out}: exists and is not a directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        os.chmod(work, 0o755)
+    with report_dir(out, OUTPUT_FILES) as work:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             summary = _analyze_into(work, out, pre, post, key, max_latency_ns, window_packets, exact_limit, html)
@@ -225,9 +219,6 @@ def analyze_captures(
                 "device under test"
             )
         _write_json(work / "summary.json", summary)
-        _install(work, out, OUTPUT_FILES)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     for m in summary["details"]["warnings"]:
         warnings.warn(m, stacklevel=2)
     return summary
@@ -240,24 +231,6 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     os.replace(tmp, path)
-
-
-def _install(work: Path, out: Path, names: tuple[str, ...]) -> None:
-    """Move the finished report from `work` into `out`: a rename of the directory when `out` does
-    not exist yet, else file by file (each an atomic replace; report files of an earlier run that
-    this run did not write are removed, other files in `out` are left alone)."""
-    try:
-        os.rename(work, out)
-        return
-    except OSError:
-        if not out.is_dir():
-            raise
-    made = sorted(f.name for f in work.iterdir())
-    for name in made:
-        os.replace(work / name, out / name)
-    for name in names:
-        if name not in made and (out / name).exists():
-            (out / name).unlink()
 
 
 def _analyze_into(

@@ -16,9 +16,7 @@ than two such flows.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +26,7 @@ from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
 from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
+from benchbook.report_dir import report_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -316,13 +315,7 @@ def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 10
                 html: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray], list[str]]:
     """Analyse the captures and write the report directory; returns (summary, flows table, messages)."""
     bin_ns = round(bin_ms * 1_000_000)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"{out}: exists and is not a directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        os.chmod(work, 0o755)
+    with report_dir(out_dir, OUTPUT_FILES) as work:
         sink = _RttSink(work / "rtt.parquet")
         try:
             tp = run_pass(paths, bin_ns=bin_ns, rule=rule, on_rtt=sink)
@@ -337,25 +330,7 @@ def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 10
         if html:
             _html(work, flows, intervals, rtt_sample, tp.t0_ns, fair, rule, bin_ns)
         (work / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        _install(work, out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return summary, flows, tp.messages
-
-
-def _install(work: Path, out: Path) -> None:
-    try:
-        os.rename(work, out)
-        return
-    except OSError:
-        if not out.is_dir():
-            raise
-    made = sorted(f.name for f in work.iterdir())
-    for name in made:
-        os.replace(work / name, out / name)
-    for name in OUTPUT_FILES:
-        if name not in made and (out / name).exists():
-            (out / name).unlink()
 
 
 def format_flows(summary: dict[str, Any]) -> str:
