@@ -21,6 +21,7 @@ from typing import Any
 from benchbook.errors import BenchbookError
 from benchbook.paths import BUILD_DIR, REPO_ROOT
 from benchbook.tools.host import Host, RunningCommand
+from benchbook.tools.native import ensure_built
 
 BINARY = BUILD_DIR / "bb-delayline"
 SOURCE = REPO_ROOT / "native" / "delayline" / "bb-delayline.c"
@@ -32,8 +33,7 @@ class DelayLineError(BenchbookError, RuntimeError):
 
 def ensure_binary() -> Path:
     """build/bb-delayline, compiled (as the Makefile does) when missing or older than its source."""
-    if BINARY.exists() and (not SOURCE.exists() or BINARY.stat().st_mtime >= SOURCE.stat().st_mtime):
-        return BINARY
+    return ensure_built(BINARY, SOURCE, DelayLineError)
     if not SOURCE.exists():
         raise DelayLineError(f"{BINARY} missing and no source at {SOURCE}")
     cc = shutil.which("cc") or shutil.which("gcc")

@@ -18,6 +18,7 @@ from typing import Any
 from benchbook.errors import BenchbookError
 from benchbook.paths import BUILD_DIR, REPO_ROOT
 from benchbook.tools.host import Host
+from benchbook.tools.native import ensure_built
 
 ID_OFFSET = 42
 ID_WIDTH = 8
@@ -51,8 +52,7 @@ class LoadgenConfig:
 
 def ensure_binary() -> Path:
     """build/bb-loadgen, compiled (as the Makefile does) when missing or older than its source."""
-    if BINARY.exists() and (not SOURCE.exists() or BINARY.stat().st_mtime >= SOURCE.stat().st_mtime):
-        return BINARY
+    return ensure_built(BINARY, SOURCE, LoadgenError)
     if not SOURCE.exists():
         raise LoadgenError(f"{BINARY} missing and no source at {SOURCE}")
     cc = shutil.which("cc") or shutil.which("gcc")
