@@ -17,7 +17,7 @@ import time
 import warnings
 from pathlib import Path
 
-from timing import best_of
+from timing import best_of, child_run, row
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -37,28 +37,6 @@ def pair(n: int) -> tuple[Path, Path, dict]:
         meta.write_text(json.dumps(t.counts()))
     return pre, post, json.loads(meta.read_text())
 
-
-
-def child_run(cmd: list[str]) -> tuple[float, int, str]:
-    """Run cmd in a fresh child; return (wall seconds, peak RSS of that child in KiB, stdout)."""
-    probe = (
-        "import resource, subprocess, sys, time, json\n"
-        "t = time.perf_counter()\n"
-        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "dt = time.perf_counter() - t\n"
-        "print(json.dumps({'s': dt, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
-        " 'rc': r.returncode, 'out': r.stdout, 'err': r.stderr[-2000:]}))\n"
-    )
-    res = json.loads(subprocess.run([PY, "-c", probe, *cmd], capture_output=True, text=True, check=True).stdout)
-    if res["rc"] != 0:
-        raise RuntimeError(f"{cmd[:3]} failed: {res['err']}")
-    return res["s"], res["rss"], res["out"]
-
-
-def row(name, ours, other, tool, unit, note, higher_is_better=True):
-    ratio = (ours / other if higher_is_better else other / ours) if ours and other else float("nan")
-    return {"name": name, "benchbook": ours, "other": other, "other_tool": tool, "unit": unit,
-            "ratio": ratio, "note": note}
 
 
 def run(quick: bool) -> list[dict]:
@@ -149,10 +127,10 @@ def run(quick: bool) -> list[dict]:
 
     # the dpkt baseline on a subsample of the same pair
     n_dpkt = 50_000 if quick else 500_000
-    t_d, _rss_d, out = child_run([PY, str(HERE / "baselines" / "dpkt_match.py"), str(pre), str(post),
-                                  "--limit", str(n_dpkt)])
-    d = json.loads(out)
-    dpkt_rate = d["matched"] / t_d / 1e6
+    dpkt_run = child_run([PY, str(HERE / "baselines" / "dpkt_match.py"), str(pre), str(post),
+                          "--limit", str(n_dpkt)])
+    d = json.loads(dpkt_run["out"])
+    dpkt_rate = d["matched"] / dpkt_run["s"] / 1e6
     rows.append(row("latency matching, in-process core", core_rate, dpkt_rate, "dpkt script (baselines/dpkt_match.py)",
                     "M matched pkt/s", f"core: {n_scan:,} per side, no output files; dpkt: first {n_dpkt:,} per side, "
                     "whole script from the shell incl. start-up, extrapolated as a rate"))
@@ -164,14 +142,15 @@ def run(quick: bool) -> list[dict]:
           "--id-offset", "42"]
     child_run(bb)  # the first run may compile and cache the kernels; then the best of three
     runs = [child_run(bb) for _ in range(3)]
-    t_cli = min(r[0] for r in runs)
-    rss_cli = max(r[1] for r in runs)
+    t_cli = min(r["s"] for r in runs)
+    rss_cli = max(r["rss"] for r in runs)
+    all_walls = ", ".join(f"{r['s']:.2f}" for r in runs)
     s = json.loads((WORK / f"out-{n_cli}" / "summary.json").read_text())
     assert s["matched"] == ctruth["matched"]
     cli_rate = s["matched"] / t_cli / 1e6
     rows.append(row(f"`benchbook latency` 2 x {n_cli / 1e6:g} M ns pcap, from the shell", cli_rate, dpkt_rate,
                     "dpkt script (baselines/dpkt_match.py)", "M matched pkt/s",
-                    f"best wall of 3 runs {t_cli:.2f} s (all: {', '.join(f'{r[0]:.2f}' for r in runs)}) "
+                    f"best wall of 3 runs {t_cli:.2f} s (all: {all_walls}) "
                     f"incl. interpreter start-up, cached JIT, parquet + hlog + hdr.html + summary; "
                     f"dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
                     f"dpkt's float timestamps also lose ns precision"))
@@ -188,7 +167,8 @@ def run(quick: bool) -> list[dict]:
             bpre, bpost, btruth = pair(n_big)
             bb_big = bb.copy()
             bb_big[2], bb_big[3], bb_big[5] = str(bpre), str(bpost), str(WORK / "out-50M")
-            t_big, rss_big, _ = child_run(bb_big)
+            big = child_run(bb_big)
+            t_big, rss_big = big["s"], big["rss"]
             s = json.loads((WORK / "out-50M" / "summary.json").read_text())
             assert s["matched"] == btruth["matched"]
             rows.append(row("peak RSS `benchbook latency` 2 x 50 M", rss_big / 1024, 1024.0, "limit 1 GiB", "MiB",

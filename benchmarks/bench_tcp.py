@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from timing import best_of
+from timing import best_of, child_run, row
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -37,32 +36,9 @@ def capture(segments: int) -> tuple[Path, dict]:
     return path, json.loads(meta.read_text())
 
 
-def child_run(cmd: list[str]) -> dict:
-    """Run cmd in a fresh child: wall s, CPU s (user + system), peak RSS KiB, stdout."""
-    probe = (
-        "import resource, subprocess, sys, time, json\n"
-        "t = time.perf_counter()\n"
-        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "dt = time.perf_counter() - t\n"
-        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-        "print(json.dumps({'s': dt, 'cpu': u.ru_utime + u.ru_stime, 'rss': u.ru_maxrss, 'rc': r.returncode,"
-        " 'out': r.stdout, 'err': r.stderr[-2000:]}))\n"
-    )
-    res = json.loads(subprocess.run([PY, "-c", probe, *cmd], capture_output=True, text=True, check=True).stdout)
-    if res["rc"] != 0:
-        raise RuntimeError(f"{cmd[:3]} failed: {res['err']}")
-    return res
-
-
 def best(cmd: list[str], repeat: int) -> tuple[dict, list[dict]]:
     runs = [child_run(cmd) for _ in range(repeat)]
     return min(runs, key=lambda r: r["s"]), runs
-
-
-def row(name, ours, other, tool, unit, note, higher_is_better=True):
-    ratio = (ours / other if higher_is_better else other / ours) if ours and other else float("nan")
-    return {"name": name, "benchbook": ours, "other": other, "other_tool": tool, "unit": unit,
-            "ratio": ratio, "note": note}
 
 
 def run(quick: bool) -> list[dict]:
