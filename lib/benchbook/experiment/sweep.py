@@ -107,19 +107,6 @@ def split_values(text: str) -> list[str]:
     return parts
 
 
-def absolute_if_existing(value: Any) -> Any:
-    """A relative path that exists here, as an absolute path; anything else unchanged.
-
-    Notebooks run with their run directory as working directory, so a relative path given on the
-    command line for a parameter declared as a path is passed (and recorded) as the absolute path
-    it names here (benchbook.reproduce.notebook_params.is_path_parameter says which are paths)."""
-    if isinstance(value, str) and value and not Path(value).is_absolute() and Path(value).exists():
-        return str(Path(value).resolve())
-    if isinstance(value, list):
-        return [absolute_if_existing(v) for v in value]
-    return value
-
-
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
     """['rate=1,2', 'mode=a,b', 'sizes=[64,1500]'] -> {'rate': [1, 2], 'mode': ['a', 'b'],
     'sizes': [[64, 1500]]} (order kept; each value as parse_value reads it)."""
