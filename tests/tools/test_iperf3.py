@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.analysis.fairness import combine
 from benchbook.tools import iperf3
 from conftest import require_program, require_root
 
@@ -71,3 +72,24 @@ def test_late_timer_intervals_are_rebinned_on_a_fixed_grid() -> None:
     s = iperf3.flow_series(rep, interval_s=0.3)
     assert s.flows == ["cubic#5"] and s.interval_ns == 300_000_000
     assert s.bps[:, 0].tolist() == pytest.approx([3_000_000 * 8 / 0.3, 3_000_000 * 8 / 0.3])   # 0.75 s: 2 full bins
+
+
+def _report_with_lengths(label: str, lengths_s: list[float]) -> iperf3.Iperf3Report:
+    rep = iperf3.Iperf3Report(source=label, cca_sender=label, cca_receiver=label, reverse=False, num_streams=1,
+                              start_unix_s=None)
+    t = 0.0
+    for n, d in enumerate(lengths_s):
+        rep.intervals.append({"interval": n, "socket": 5, "start_s": t, "end_s": t + d, "bytes": 1_000_000,
+                              "bps": 8e6 / d, "omitted": False})
+        t += d
+    return rep
+
+
+def test_inferred_grids_of_two_clients_agree_when_timer_jitter_straddles_a_tenth_of_a_millisecond() -> None:
+    # seen in CI: one client's median interval 0.300049 s, the other's 0.300051 s (0.3000 vs 0.3001 at 0.1 ms)
+    a = _report_with_lengths("cubic", [0.300049] * 9 + [0.1])
+    b = _report_with_lengths("bbr", [0.300051] * 9 + [0.1])
+    sa, sb = iperf3.flow_series(a), iperf3.flow_series(b)
+    assert sa.interval_ns == sb.interval_ns == 300_000_000
+    both = combine([sa, sb])
+    assert both.flows == ["cubic#5", "bbr#5"] and both.bps.shape == (9, 2)

@@ -58,8 +58,11 @@ def flow_spec(spec: str) -> FlowSpec:
         raise ValueError(f"flow {spec!r}: expected cca or cca@<delay ms>") from exc
 
 
-def run_series(reports: list[Iperf3Report], ccas: list[str]) -> FlowSeries:
-    return combine([flow_series(r, f"{i}-{c}") for i, (r, c) in enumerate(zip(reports, ccas, strict=True), 1)])
+def run_series(reports: list[Iperf3Report], ccas: list[str], interval_s: float | None = None) -> FlowSeries:
+    """The clients of one run side by side on one grid: ``interval_s`` is the ``-i`` they ran with (else each
+    report's own median interval, to the millisecond)."""
+    return combine([flow_series(r, f"{i}-{c}", interval_s=interval_s)
+                    for i, (r, c) in enumerate(zip(reports, ccas, strict=True), 1)])
 
 
 def dry_run(params: RunParams, output_dir: Path | str) -> Path:
@@ -107,11 +110,12 @@ def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str]
                 p.write_text(f.raw_json)
                 files.append(str(p.relative_to(out)))
             _write_json(d / "qdisc.json", res["qdisc"])
-            summary = summarize(run_series([f.report for f in res["flows"]], ccas))
+            summary = summarize(run_series([f.report for f in res["flows"]], ccas, params.interval_s))
             fifo = next((q for q in res["qdisc"] if q["kind"] in ("pfifo", "bfifo")), {})
             runs.append({"set": name, "repetition": rep, "ccas": ccas, "dir": str(d.relative_to(out)),
                          "token": (res["record"].get("topology") or {}).get("token"),
-                         "files": files, "flows": [f.as_dict() for f in res["flows"]],
+                         "files": files, "interval_s": params.interval_s,
+                         "flows": [f.as_dict() for f in res["flows"]],
                          "jain_of_means": summary["jain_of_means"],
                          "jain_mean_of_intervals": summary["jain_mean_of_intervals"],
                          "jain_min_interval": summary["jain_min_interval"],
@@ -158,7 +162,7 @@ def set_summary(result: dict[str, Any], name: str, level: float = 0.95) -> dict[
 def interval_frame(output_dir: Path | str, run: dict[str, Any]) -> dict[str, Any]:
     """One run's per-interval series for figures: t_s, per-flow Mbit/s and RTT ms, per-interval Jain."""
     reports = load_run_reports(output_dir, run)
-    series = run_series(reports, run["ccas"])
+    series = run_series(reports, run["ccas"], run.get("interval_s"))
     per = summarize(series)["intervals"]
     t_s = series.start_ns / 1e9
     rtt = {}

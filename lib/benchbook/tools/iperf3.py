@@ -168,8 +168,10 @@ def parse_report(text: str, source: str = "<iperf3 -J>") -> Iperf3Report:
 
 def flow_series(report: Iperf3Report, label: str | None = None, interval_s: float | None = None) -> FlowSeries:
     """One flow per stream (named ``<label or cca>#<socket>``) on a fixed grid of ``interval_s`` (default: the
-    median interval length, to 0.1 ms) from the start of the test. iperf3's own intervals drift and can be
-    a fraction of a millisecond long when its timer fires late, so each interval's bytes are spread evenly
+    median interval length, to the millisecond: ``-i`` is at least 0.1 s and iperf3's timer fires up to a
+    fraction of a millisecond late, so 0.30005 s is a 0.3 s grid) from the start of the test. iperf3's own
+    intervals drift and can be a fraction of a millisecond long when its timer fires late, so each interval's
+    bytes are spread evenly
     over its [start, end) and added into the grid bins it overlaps; only bins the stream covers completely
     are kept (a partial last bin would understate the rate)."""
     rows = [r for r in report.intervals if not r["omitted"]]
@@ -177,7 +179,7 @@ def flow_series(report: Iperf3Report, label: str | None = None, interval_s: floa
         raise Iperf3Error(f"{report.source}: no intervals (run with -i)")
     if interval_s is None:
         lengths = sorted(r["end_s"] - r["start_s"] for r in rows)
-        interval_s = round(lengths[len(lengths) // 2] * 1e4) / 1e4
+        interval_s = round(lengths[len(lengths) // 2] * 1e3) / 1e3
     if interval_s <= 0:
         raise Iperf3Error(f"{report.source}: intervals of zero length")
     interval_ns = int(round(interval_s * 1e9))
