@@ -32,6 +32,11 @@ def report_dir(out_dir: str | os.PathLike, names: Iterable[str]) -> Iterator[Pat
         shutil.rmtree(work, ignore_errors=True)
 
 
+def install_dir(work: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Move the finished directory ``work`` into ``out`` as ``report_dir`` does when its block ends."""
+    _install(work, out, names)
+
+
 def _install(work: Path, out: Path, names: tuple[str, ...]) -> None:
     try:
         os.rename(work, out)

@@ -194,8 +194,12 @@ def analyze_captures(
     window_packets: int = DEFAULT_WINDOW,
     exact_limit: int = EXACT_LIMIT,
     html: bool = True,
+    report_path: str | Path | None = None,
 ) -> dict[str, Any]:
     """Match the pair and write the report directory; returns the summary dict.
+
+    ``report_path``: where the report will finally live when the caller moves ``out_dir`` there (named in
+    summary.json; default ``out_dir``).
 
     The files are written into a temporary directory beside ``out_dir`` and moved into place only
     when everything succeeded: a failed run leaves an earlier report in ``out_dir`` exactly as it
@@ -207,7 +211,8 @@ def analyze_captures(
     with report_dir(out, OUTPUT_FILES) as work:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            summary = _analyze_into(work, out, pre, post, key, max_latency_ns, window_packets, exact_limit, html)
+            final = Path(report_path) if report_path is not None else out
+            summary = _analyze_into(work, final, pre, post, key, max_latency_ns, window_packets, exact_limit, html)
         seen = set(summary["details"]["warnings"])
         extra = [str(w.message) for w in caught if str(w.message) not in seen]
         summary["details"]["warnings"] = list(summary["details"]["warnings"]) + list(dict.fromkeys(extra))

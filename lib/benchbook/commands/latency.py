@@ -1,4 +1,5 @@
-"""`benchbook latency PRE POST -o DIR`: per-packet latency from a pre-DuT and a post-DuT capture."""
+"""`benchbook latency PRE POST -o DIR`: per-packet latency from a pre-DuT and a post-DuT capture;
+`benchbook latency --pairs FILE -o DIR`: the same for every pair a CSV lists, on the local or the dask engine."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from benchbook.engine.options import ENGINE_OPTION, SCHEDULER_OPTION, SSH_CLUSTER_OPTION
+
 
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the benchbook app."""
@@ -14,9 +17,14 @@ def register(app: typer.Typer) -> None:
 
 
 def latency(
-    pre: Path = typer.Argument(..., help="capture before the device under test (pcap/pcapng, .zst ok)"),
-    post: Path = typer.Argument(..., help="capture after the device under test"),
+    pre: Path | None = typer.Argument(None, help="capture before the device under test (pcap/pcapng, .zst ok)"),
+    post: Path | None = typer.Argument(None, help="capture after the device under test"),
     out: Path = typer.Option(..., "-o", "--out", help="output directory"),
+    pairs: Path | None = typer.Option(None, "--pairs", help="CSV with columns pre,post,name: one report per "
+                                      "pair in DIR/<name>/, and DIR/merged.hlog, DIR/merged.json"),
+    engine: str | None = ENGINE_OPTION,
+    scheduler: str | None = SCHEDULER_OPTION,
+    ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
     id_offset: int | None = typer.Option(None, "--id-offset", help="frame offset of the packet id"),
     id_width: int = typer.Option(8, "--id-width", help="id width in bytes (1..8)"),
     id_big_endian: bool = typer.Option(False, "--id-big-endian", help="id is big-endian (default little)"),
@@ -28,9 +36,15 @@ def latency(
     """Match PRE and POST; write latencies.parquet, latency.hlog, hdr.html and summary.json to DIR.
 
     DIR is replaced as a whole only when the analysis succeeds (a failed run leaves it as it was).
+    With --pairs, DIR/<name>/ holds exactly what `benchbook latency PRE POST -o DIR/<name>` writes (paths
+    made absolute, relative ones read from the CSV's folder), whichever --engine runs the pairs.
     Exit status: 0 ok, 1 a capture problem or no matched packets, 2 a usage error."""
     _hide_scipy_from_numba()
     problem = _check_options(id_offset, id_width, content_key, max_latency_ms, window, out)
+    if problem is None and (pairs is None) == (pre is None or post is None):
+        problem = "give PRE and POST, or --pairs FILE (not both)" if pairs else "give PRE and POST (or --pairs FILE)"
+    if problem is None and pairs is None and (engine or scheduler or ssh_cluster):
+        problem = "--engine, --scheduler and --ssh-cluster apply to --pairs"
     if problem:
         typer.echo(f"benchbook latency: error: {problem}", err=True)
         raise typer.Exit(2)
@@ -45,6 +59,11 @@ def latency(
     except ValueError as exc:
         typer.echo(f"benchbook latency: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if pairs is not None:
+        _latency_pairs(pairs, out, key, round(max_latency_ms * 1e6), window, not no_html, engine, scheduler,
+                       ssh_cluster)
+        return
+    assert pre is not None and post is not None
     for p in (pre, post):
         try:
             check_capture_file(p)
@@ -104,3 +123,186 @@ def _hide_scipy_from_numba() -> None:
     yet: inside a notebook or any process that already uses them, nothing changes."""
     if "scipy" not in sys.modules and "numba" not in sys.modules:
         sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` raises ImportError
+
+
+PAIR_COLUMNS = ("pre", "post", "name")
+MERGED_FILES = ("merged.hlog", "merged.json")
+_PAIR_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+
+
+def read_pairs(path: Path) -> list[tuple[Path, Path, str]]:
+    """The pairs of a --pairs CSV (header pre,post,name; relative paths from the CSV's folder, made
+    absolute). Errors name the file and line."""
+    import csv
+    import re
+
+    from benchbook.capture.errors import CaptureFileError
+    from benchbook.capture.source import check_capture_file
+
+    where = path.absolute().parent
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PairsError(f"--pairs {path}: cannot read ({exc})") from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or sorted(c.strip() for c in rows[0]) != sorted(PAIR_COLUMNS):
+        got = ",".join(rows[0]) if rows else "an empty file"
+        raise PairsError(f"{path}: line 1: expected the header pre,post,name, got {got!r}")
+    cols = [c.strip() for c in rows[0]]
+    out: list[tuple[Path, Path, str]] = []
+    seen: dict[str, int] = {}
+    for n, row in enumerate(rows[1:], start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(cols):
+            raise PairsError(f"{path}: line {n}: expected {len(cols)} fields (pre,post,name), got {len(row)}")
+        rec = dict(zip(cols, (c.strip() for c in row), strict=True))
+        name = rec["name"]
+        if not re.fullmatch(_PAIR_NAME, name) or name in MERGED_FILES or ".attempt-" in name:
+            raise PairsError(f"{path}: line {n}: name {name!r}: expected one folder name (letters, digits, '_', "
+                             f"'.', '-'; not starting with '.' or '-'; not {' or '.join(MERGED_FILES)})")
+        if name in seen:
+            raise PairsError(f"{path}: line {n}: name {name!r} already used on line {seen[name]}")
+        seen[name] = n
+        caps = []
+        for col in ("pre", "post"):
+            if not rec[col]:
+                raise PairsError(f"{path}: line {n}: empty {col} path")
+            p = Path(rec[col]).expanduser()
+            p = p if p.is_absolute() else where / p
+            try:
+                check_capture_file(p)
+            except CaptureFileError as exc:
+                raise PairsError(f"{path}: line {n}: {col}: {exc}") from None
+            caps.append(p)
+        out.append((caps[0], caps[1], name))
+    if not out:
+        raise PairsError(f"{path}: no pairs (expected lines pre,post,name after the header)")
+    return out
+
+
+class PairsError(ValueError):
+    """A --pairs file that cannot be used (a usage error)."""
+
+
+def pair_task(pre: str, post: str, final: str, key, max_latency_ns: int, window: int, html: bool) -> dict:
+    """One pair's analysis (on the local engine or a Dask worker): the report written into a fresh attempt
+    directory beside ``final``; returns the attempt path and the summary."""
+    import warnings
+
+    from benchbook.analysis.latency_report import analyze_captures
+    from benchbook.engine.tasks import attempt_dir
+
+    _hide_scipy_from_numba()
+    work = attempt_dir(final)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kept in summary.json
+        summary = analyze_captures(pre, post, work, key, max_latency_ns=max_latency_ns, window_packets=window,
+                                   html=html, report_path=final)
+    return {"attempt": str(work), "summary": summary}
+
+
+def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window: int, html: bool,
+                   engine: str | None, scheduler: str | None, ssh_cluster: Path | None) -> None:
+    from benchbook.analysis.latency_report import OUTPUT_FILES
+    from benchbook.engine import EngineError, Task, engine_spec, install, open_engine, remove_attempts
+
+    try:
+        spec = engine_spec(engine, scheduler, ssh_cluster)
+        pairs = read_pairs(pairs_csv)
+    except (EngineError, PairsError) as exc:
+        typer.echo(f"benchbook latency: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    out = out.absolute()
+    finals = {name: out / name for _pre, _post, name in pairs}
+    for final in finals.values():
+        remove_attempts(final)
+    tasks = [Task(name, pair_task, (str(pre), str(post), str(finals[name]), key, max_latency_ns, window, html))
+             for pre, post, name in pairs]
+    summaries: dict[str, dict] = {}
+    failed: dict[str, str] = {}
+    try:
+        with open_engine(spec) as eng:
+            typer.echo(f"engine: {spec.describe()}, {len(tasks)} pairs", err=True)
+            for o in eng.run(tasks):
+                if o.ok:
+                    install(o.value["attempt"], finals[o.key], OUTPUT_FILES)
+                    summaries[o.key] = o.value["summary"]
+                else:
+                    failed[o.key] = o.error or "failed"
+                remove_attempts(finals[o.key])
+    except EngineError as exc:
+        typer.echo(f"benchbook latency: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        for final in finals.values():
+            remove_attempts(final)
+    for _pre, _post, name in pairs:
+        if name in summaries:
+            s = summaries[name]
+            for w in s["details"]["warnings"]:
+                typer.echo(f"warning: {name}: {w}", err=True)
+            p = s["percentiles_ns"]
+            typer.echo(f"{name}: matched {s['matched']} lost {s['lost']}  p50 {p['50']} ns  p99 {p['99']} ns  "
+                       f"max {s['max_ns']} ns")
+        else:
+            typer.echo(f"benchbook latency: error: pair {name}: {failed[name]} ({finals[name]} left unchanged)",
+                       err=True)
+    if failed:
+        for f in MERGED_FILES:
+            (out / f).unlink(missing_ok=True)  # a merge of other pairs would pass for this run's
+        raise typer.Exit(1)
+    merged = write_merged(out, [name for _pre, _post, name in pairs], max_latency_ns)
+    typer.echo(f"merged: {merged['count']} latencies of {len(pairs)} pairs  p50 {merged['percentiles_ns']['50']} ns"
+               f"  p99 {merged['percentiles_ns']['99']} ns")
+    typer.echo(f"wrote {out}/: {len(pairs)} pair folders, merged.hlog, merged.json")
+    if any(s["matched"] == 0 for s in summaries.values()):
+        raise typer.Exit(1)
+
+
+def write_merged(out: Path, names: list[str], max_latency_ns: int) -> dict:
+    """DIR/merged.hlog: one histogram holding every interval of every pair's latency.hlog (counts added,
+    nothing re-recorded), and DIR/merged.json: its count and percentiles."""
+    import json
+    import os
+
+    from benchbook.analysis.hdr import HdrHistogram
+    from benchbook.analysis.hlog import HlogWriter, read_hlog
+    from benchbook.analysis.latency_report import PERCENTILES
+
+    total = HdrHistogram(1, max(2, int(max_latency_ns)), 3)
+    start_s: float | None = None
+    end_s: float | None = None
+    per_pair = {}
+    for name in names:
+        log = read_hlog(out / name / "latency.hlog")
+        n0 = total.total_count
+        for iv in log.intervals:
+            total.merge(iv.histogram)
+            a = log.absolute_start_s(iv)
+            start_s = a if start_s is None else min(start_s, a)
+            end_s = a + iv.length_s if end_s is None else max(end_s, a + iv.length_s)
+        per_pair[name] = total.total_count - n0
+    n = total.total_count
+    pct = total.percentiles([float(p) for p in PERCENTILES]) if n else {}
+    doc = {
+        "pairs": per_pair,
+        "count": n,
+        "min_ns": int(total.hdr_min()) if n else None,
+        "max_ns": int(total.hdr_max()) if n else None,
+        "percentiles_ns": {p: int(pct[float(p)]) if n else None for p in PERCENTILES},
+        "percentile_method": ("HdrHistogram, 3 significant digits: the sum of every pair's interval histograms; "
+                              "each value is the highest value equivalent to the bucket holding the discrete "
+                              "percentile (min/max likewise at bucket resolution)"),
+    }
+    tmp = out / ".merged.hlog.tmp"
+    comments = [f"benchbook latency --pairs: every interval of {len(names)} pairs added: {' '.join(names)}",
+                "values in ns"]
+    with HlogWriter(tmp, start_time=start_s, comments=comments) as w:
+        if n:
+            w.write_interval(0.0, (end_s or 0.0) - (start_s or 0.0), total)
+    os.replace(tmp, out / "merged.hlog")
+    tmp = out / ".merged.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out / "merged.json")
+    return doc

@@ -1,0 +1,22 @@
+"""Engines: where a command's independent tasks run (benchbook.engine.options for the shared options).
+
+``local`` runs them in this process one after the other; ``dask`` on a Dask distributed cluster (a local
+one, a running scheduler, or one started over ssh on a testbed inventory's hosts). Both run the same task
+functions with the same file rules (benchbook.engine.tasks), so their outputs are the same bytes.
+"""
+
+from benchbook.engine.options import EngineSpec, engine_spec, open_engine
+from benchbook.engine.tasks import (
+    EngineError,
+    MeasurementAlreadyStarted,
+    Outcome,
+    Task,
+    attempt_dir,
+    install,
+    remove_attempts,
+)
+
+__all__ = [
+    "EngineError", "EngineSpec", "MeasurementAlreadyStarted", "Outcome", "Task", "attempt_dir", "engine_spec",
+    "install", "open_engine", "remove_attempts",
+]
