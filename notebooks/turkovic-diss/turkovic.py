@@ -1,4 +1,5 @@
-"""Turković (dissertation, ch. 5): the flow sets of Tables 5.1, 5.2 / Figs. 5.4-5.6 and their verdict rows.
+"""Turković (dissertation, ch. 5 and 6): the flow sets of Tables 5.1-5.3, Figs. 5.4-5.6 and 6.1, and their verdict
+rows.
 
 Imported by cca-competition.ipynb beside it. Published numbers come only from the entry TOMLs of this
 folder; the measurement is benchbook's generic :mod:`benchbook.testbed.cca_pairs` over the dumbbell.
@@ -18,13 +19,122 @@ SAME = {"cubic-cubic": ["cubic", "cubic"], "vegas-vegas": ["vegas", "vegas"], "b
 MIXED = {"cubic-bbr": ["cubic", "bbr"], "cubic-vegas": ["cubic", "vegas"], "vegas-bbr": ["vegas", "bbr"]}
 # Table 5.2: two flows of one algorithm, 200 ms added to the second flow's path ("cca@ms")
 RTT = {"cubic-rtt": ["cubic@0", "cubic@200"], "vegas-rtt": ["vegas@0", "vegas@200"], "bbr-rtt": ["bbr@0", "bbr@200"]}
-SETS_OF_PART = {"table5.1": {**SAME, **MIXED}, "table5.2": RTT, "fig5.4": SAME, "fig5.5": MIXED, "fig5.6": MIXED}
+# Table 5.3: four flows of one algorithm, 50 / 100 / 150 / 200 ms added to the four senders' paths
+RTT4 = {f"{c}-rtt4": [f"{c}@{d}" for d in (50, 100, 150, 200)] for c in ("cubic", "vegas", "bbr")}
+SETS_OF_PART = {"table5.1": {**SAME, **MIXED}, "table5.2": RTT, "table5.3": RTT4, "fig5.4": SAME, "fig5.5": MIXED,
+                "fig5.6": MIXED}
+# Fig. 6.1: the algorithms of the figure this kernel may have, in the figure's column order and naming
+FIG61 = {"cubic": "Cubic", "reno": "New Reno", "bbr": "BBR", "vegas": "Vegas"}
 # published RTT of Table 5.1 (ms), shown beside the measured one (info: the thesis measures send -> ACK in
 # traces before and after the bottleneck, benchbook reports the senders' smoothed RTT)
 SPLIT_S = 10.0   # the time-split info rows: before / after this many seconds of a run
 PUBLISHED_RTT_MS = {"cubic-bbr": (70.37, 174.38), "cubic-cubic": (76.65, 78.32), "bbr-bbr": (3.21, 3.24),
                     "cubic-vegas": (67.16, 139.79), "vegas-vegas": (1.66, 1.68), "vegas-bbr": (4.55, 4.25),
                     "cubic-rtt": (233.09, 435.53), "vegas-rtt": (32.03, 228.96), "bbr-rtt": (50.08, 249.56)}
+
+
+def _deltas(rtt_deltas_ms: Any) -> list[float]:
+    if isinstance(rtt_deltas_ms, (int, float)):
+        return [float(rtt_deltas_ms)]
+    items = rtt_deltas_ms.split(",") if isinstance(rtt_deltas_ms, str) else list(rtt_deltas_ms)
+    try:
+        return [float(x) for x in items if str(x).strip()]
+    except ValueError as exc:
+        raise ValueError(f"rtt_deltas_ms: expected comma-separated milliseconds, got {rtt_deltas_ms!r}") from exc
+
+
+def sets_for(part: str, rtt_deltas_ms: Any = "0", base_delay_ms: float = 0.0) -> dict[str, list[str]]:
+    """The flow sets of a part. fig6.1a: every pair of FIG61's algorithms, ``base_delay_ms`` added to both
+    flows' paths; fig6.1b: per algorithm and RTT difference d, one flow with no added delay and one with d."""
+    if part == "fig6.1a":
+        ccas = list(FIG61)
+        spec = (lambda c: f"{c}@{base_delay_ms:g}") if base_delay_ms else (lambda c: c)
+        return {f"{a}-{b}": [spec(a), spec(b)] for i, a in enumerate(ccas) for b in ccas[i:]}
+    if part == "fig6.1b":
+        return {f"{c}-rtt{d:g}": [f"{c}@0", f"{c}@{d:g}"] for c in FIG61 for d in _deltas(rtt_deltas_ms)}
+    return SETS_OF_PART[part]
+
+
+def fig61_row(part: str, name: str) -> str:
+    """Fig. 6.1's cell name of a set: "Cubic vs New Reno: Jain index" (a), "+100 ms, BBR: Jain index" (b)."""
+    if part == "fig6.1a":
+        a, b = name.split("-")
+        return f"{FIG61[a]} vs {FIG61[b]}: Jain index"
+    cca, d = name.split("-rtt")
+    return f"+{d} ms, {FIG61[cca]}: Jain index"
+
+
+def add_fig61_rows(verdict: Any, result: dict[str, Any], part: str, sets: dict[str, list[str]],
+                   rtt_deltas_ms: Any = "") -> list[dict[str, Any]]:
+    """One row per published cell: the measured mean of per-interval Jain's indices, not derivable where the
+    pair cannot run here or was not in this run's selection; the index of means (and in (b) the throughput
+    ratio) as info. Returns the cells (row, set, published, measured) for the figure."""
+    by_row = {fig61_row(part, n): n for n in sets}
+    cells = []
+    for pv in verdict.entry.published:
+        name = by_row.get(pv.name)
+        s = cca_pairs.set_summary(result, name) if name else None
+        measured = s["jain_mean_of_intervals"]["mean"] if s and s["jain_mean_of_intervals"] else None
+        cells.append({"row": pv.name, "set": name, "published": pv.value, "measured": measured})
+        if name is None:
+            verdict.not_derivable(pv, f"not run here: this run's rtt_deltas_ms is {rtt_deltas_ms!r} (the default "
+                                      "keeps make reproduce short); -p rtt_deltas_ms=<list> adds this row")
+            continue
+        if s is None:
+            verdict.not_derivable(pv, f"not derivable here: {result['not_runnable'].get(name, 'no completed run')}")
+            continue
+        verdict.check(pv, measured, s["runs"], "variant: mean of per-300 ms Jain's indices; "
+                      + _ci_note(s["jain_mean_of_intervals"], "", 3))
+        label = pv.name.removesuffix(": Jain index")
+        means = s["jain_of_means"]
+        verdict.add(f"{label}: Jain index of per-flow mean throughputs", None, means["mean"] if means else None, "",
+                    s["runs"], "info", "the other variant, for comparison; " + _ci_note(means, "", 3))
+        ccas = sets[name]
+        if part == "fig6.1b" and ccas[0] != ccas[1] and all(f["throughput_mbps"] for f in s["flows"]):
+            fair = rtt_fairness({c: f["throughput_mbps"]["mean"] for c, f in zip(ccas, s["flows"], strict=True)},
+                                {c: cca_pairs.flow_spec(c).extra_delay_ms for c in ccas})
+            verdict.add(f"{label}: throughput ratio short-RTT / long-RTT flow", None, fair["ratio_short_over_long"],
+                        "", s["runs"], "info", "1: fair; > 1: the short-RTT flow wins (AIMD), < 1: the long-RTT "
+                        "flow wins (BBR)")
+    return cells
+
+
+def fig61_figure(cells: list[dict[str, Any]], part: str) -> Any:
+    """(a) published and measured Jain's index per pair as two heatmaps; (b) Jain's index over the RTT
+    difference per algorithm, published as lines, measured as markers."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    names = list(FIG61.values())
+    if part == "fig6.1a":
+        fig = make_subplots(rows=1, cols=2, subplot_titles=("published (thesis, Mininet)", "measured here"))
+        for col, key in ((1, "published"), (2, "measured")):
+            z = [[None] * len(names) for _ in names]
+            for c in cells:
+                a, b = c["row"].removesuffix(": Jain index").split(" vs ")
+                z[names.index(a)][names.index(b)] = z[names.index(b)][names.index(a)] = c[key]
+            text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+            fig.add_trace(go.Heatmap(z=z, x=names, y=names, zmin=0.5, zmax=1.0, colorscale="RdYlGn", text=text,
+                                     texttemplate="%{text}", showscale=col == 2), row=1, col=col)
+        fig.update_yaxes(autorange="reversed")
+        fig.update_layout(title="Fig. 6.1a: Jain's index (mean of per-300 ms indices) of two flows, same RTT; "
+                                "blank: not derivable here")
+        return fig
+    fig = go.Figure()
+    for i, cca in enumerate(names):
+        rows = [c for c in cells if c["row"].endswith(f", {cca}: Jain index")]
+        d = [float(c["row"].split(" ms,")[0].lstrip("+")) for c in rows]
+        color = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"][i]
+        fig.add_trace(go.Scatter(x=d, y=[c["published"] for c in rows], mode="lines", name=f"{cca} (thesis)",
+                                 line={"dash": "dash", "color": color}))
+        got = [(x, c["measured"]) for x, c in zip(d, rows, strict=True) if c["measured"] is not None]
+        if got:
+            fig.add_trace(go.Scatter(x=[g[0] for g in got], y=[g[1] for g in got], mode="markers",
+                                     name=f"{cca} (measured)", marker={"size": 10, "color": color}))
+    fig.update_layout(title="Fig. 6.1b: RTT fairness, Jain's index (mean of per-300 ms indices) of two flows of one "
+                            "algorithm", xaxis_title="RTT difference [ms]", yaxis_title="Jain's index",
+                      yaxis_range=[0.45, 1.02])
+    return fig
 
 
 def flow_label(spec: str) -> str:
@@ -81,7 +191,7 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], part: str) -> None:
                             value, "Mbit/s", s["runs"], "info",
                             note + "; the thesis prints 46.59 / 46.59 (Cubic) and 46.70 / 44.36 (BBR): which "
                             "flow gets more varies from run to run")
-            pub_rtt = PUBLISHED_RTT_MS.get(name, (None, None))[i]
+            pub_rtt = dict(enumerate(PUBLISHED_RTT_MS.get(name, ()))).get(i)
             verdict.add(f"{title}: flow {i + 1} ({flow_label(f['cca'])}) average RTT", pub_rtt,
                         f["rtt_ms"]["mean"] if f["rtt_ms"] else None, "ms", s["runs"], "info",
                         "senders' smoothed RTT (iperf3, per 300 ms interval) with the 1000-packet FIFO in the "

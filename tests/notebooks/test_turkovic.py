@@ -31,9 +31,9 @@ def test_registry_holds_the_printed_numbers() -> None:
     assert list(entry.claim_rows) == CLAIM
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, *args: str, entry: str = ENTRY) -> subprocess.CompletedProcess:
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", ENTRY, *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", entry, *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
@@ -110,3 +110,53 @@ def test_table5_2_registry_and_dry_run_use_the_delay_line_where_netem_is_missing
         assert "netem delay 200ms" in r.stdout
     elif os.geteuid() == 0:
         assert "bb-delayline bb-000000-d2a bb-000000-d2b 200000 0 100000" in r.stdout
+
+
+def test_table5_3_and_fig6_1_registry_hold_the_printed_numbers() -> None:
+    t53 = {p.name: p.value for p in load_entry("turkovic-diss-table5-3").published}
+    cubic = "Cubic(50ms) vs Cubic(100ms) vs Cubic(150ms) vs Cubic(200ms)"
+    bbr = "BBR(50ms) vs BBR(100ms) vs BBR(150ms) vs BBR(200ms)"
+    assert t53[f"{cubic}: Cubic(50ms) average throughput"] == 49.59
+    assert t53[f"{cubic}: average Jain index"] == 0.69
+    assert t53[f"{bbr}: BBR(200ms) average throughput"] == 44.7 and t53[f"{bbr}: average Jain index"] == 0.63
+    a = {p.name: p.value for p in load_entry("turkovic-diss-fig6-1a").published}
+    assert (a["Cubic vs New Reno: Jain index"], a["Cubic vs BBR: Jain index"], a["BBR vs Vegas: Jain index"]) == (
+        0.97, 0.58, 0.65)
+    b = load_entry("turkovic-diss-fig6-1b")
+    values = {p.name: p.value for p in b.published}
+    assert len(values) == 14 * 4
+    assert (values["+0 ms, BBR: Jain index"], values["+260 ms, Cubic: Jain index"]) == (0.94, 0.69)
+    assert all(p.tolerance_abs and (p.note or "Vegas" in p.name) for p in b.published)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_fig6_1b_short_run_compares_the_runnable_cells_and_names_what_is_not_derivable(tmp_path: Path) -> None:
+    require_root()
+    require_program("iperf3")
+    from benchbook.testbed.cleanup import leftovers
+
+    r = _run(tmp_path, "-p", "duration_s=3", "-p", "rtt_deltas_ms=100", entry="turkovic-diss-fig6-1b")
+    assert r.returncode in (EXIT_MISMATCH, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = sorted((tmp_path / "turkovic-diss-fig6-1b").iterdir())
+    verdict = json.loads((run / "verdict.json").read_text())
+    rows = {row["name"]: row for row in verdict["rows"]}
+    for cca in ("Cubic", "New Reno", "BBR"):
+        row = rows[f"+100 ms, {cca}: Jain index"]
+        assert row["status"] in ("match", "mismatch") and 0.5 <= row["computed"] <= 1.0, row
+        assert rows[f"+100 ms, {cca}: throughput ratio short-RTT / long-RTT flow"]["computed"] > 0
+        assert rows[f"+200 ms, {cca}: Jain index"]["status"] == "not derivable"
+        assert "rtt_deltas_ms" in rows[f"+200 ms, {cca}: Jain index"]["note"]
+    if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():
+        assert rows["+100 ms, Vegas: Jain index"]["status"] == "not derivable"
+        assert "tcp_vegas" in rows["+100 ms, Vegas: Jain index"]["note"]
+    assert "fig6-1b" in verdict["figures"] and (run / "fig6-1b.html").is_file()
+    metrics = json.loads((run / "metrics.json").read_text())
+    delays = metrics["link_emulation"]["delay"]
+    assert delays["per_flow_ms"] == {"2": 100.0}
+    if delays["mode"] == "delay-line":
+        assert delays["delay_lines"]["2"]["calibration_lateness"]
+    tokens = {m["token"] for m in metrics["runs"]}
+    assert len(tokens) == 3 and None not in tokens
+    assert leftovers(tokens) == leftovers(set())
