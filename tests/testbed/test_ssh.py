@@ -78,7 +78,7 @@ def test_dry_run_v1_commands(backend):
     assert lines[-3:] == [f"{S}root@192.0.2.20 'lxc-stop -P /var/lib/lxc -n bb-dut -k'",
                           f"{S}root@192.0.2.20 'lxc-destroy -P /var/lib/lxc -n bb-dut -f'",
                           f"{S}root@192.0.2.20 'cset shield --reset'"]
-    assert len(lines) == 35
+    assert len(lines) == 37   # 35 commands + the choices file + waiting for perf
 
 
 def test_tool_command_lines_come_from_the_tools(backend):
@@ -126,7 +126,7 @@ def test_dry_run_v2_differs_only_in_the_cgroup_steps(backend):
     assert (f"{S}root@192.0.2.20 'echo 3 > /sys/fs/cgroup/lxc.payload.bb-dut/cpuset.cpus && "
             "echo root > /sys/fs/cgroup/lxc.payload.bb-dut/cpuset.cpus.partition'") in v2
     assert not any("cset" in line for line in v2)
-    config = next(line for line in v2 if line.startswith("cat > "))
+    config = next(line for line in v2 if line.startswith("cat > RUN/setup/bb-dut.conf"))
     assert "lxc.cgroup2.cpuset.cpus = 3" in config and "lxc.cgroup.cpuset" not in config
     # the partition root is set after the container (and its cgroup) exists
     start = next(i for i, line in enumerate(v2) if "lxc-start" in line)
@@ -145,7 +145,7 @@ def test_print_plan_touches_nothing(backend, monkeypatch):
     lines = backend.print_plan(Measurement(run_id="r0", cgroup_mode="v1"), run_dir="RUN")
     printed = backend.out.getvalue()
     assert printed.count("\nssh ") + printed.startswith("ssh ") >= 25 and "# 01 loadgen:" in printed
-    assert len([line for line in lines if not line.startswith("#")]) == 35
+    assert len([line for line in lines if not line.startswith("#")]) == 37
     with pytest.raises(RuntimeError, match="dry-run"):
         backend.execute(Measurement(run_id="r0"), "RUN")
 

@@ -254,8 +254,9 @@ def _build_network(tb: EmulatedTestbed, host: LocalHost) -> None:
 def _start_sshds(tb: EmulatedTestbed, host: LocalHost, st: run_state.RunState) -> None:
     for role, h in tb.hosts.items():
         d = tb.run_dir / role
-        inside = LocalHost(name=role, netns=h.netns, log=host.log)
-        inside.run([SSHD, "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")])
+        # nsenter, not `ip netns exec`: the host keeps this machine's /sys (cgroup hierarchies) as a real host has
+        host.run(["nsenter", f"--net=/run/netns/{h.netns}", SSHD, "-f", str(d / "sshd_config"),
+                  "-E", str(d / "sshd.log")], what=f"sshd of {role}")
         pid = _read_pid(d / "sshd.pid", timeout_s=5.0)
         if pid is None:
             raise EmulateError(f"sshd of {role} did not start: {_tail(d / 'sshd.log')}")
@@ -335,7 +336,7 @@ def down_token(token: str, run_dir: Path | None = None, log: CommandLog | None =
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
                     removed.append(f"process {pid} ({what})")
-        prefix = make_name(token, "")
+        prefix = make_name(token, "x")[:-1]
         r = host.run(["ip", "netns", "list"], check=False)
         for ns in [ln.split()[0] for ln in r.stdout.splitlines() if ln.split() and ln.startswith(prefix)]:
             pids = host.run(["ip", "netns", "pids", ns], check=False).stdout.split()
@@ -403,7 +404,7 @@ def down_stale(log: CommandLog | None = None) -> list[str]:
 
 def leftovers(token: str) -> dict[str, list[str]]:
     """What of an emulation is still on this machine: namespaces, links, sshd processes, files."""
-    prefix = make_name(token, "")
+    prefix = make_name(token, "x")[:-1]
     host = LocalHost(name="check")
     netns = [ln.split()[0] for ln in host.run(["ip", "netns", "list"], check=False).stdout.splitlines()
              if ln.startswith(prefix)]

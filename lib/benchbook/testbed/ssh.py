@@ -17,6 +17,7 @@ Files the steps need on a remote host (the container's LXC config) are written l
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -29,10 +30,11 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.testbed.ssh_host import SshHost
-from benchbook.tools import lxc, moongen, perf, tcpdump, testpmd
+from benchbook.tools import loadgen, lxc, moongen, perf, tcpdump, testpmd
 from benchbook.tools.host import CommandLog
 
 ROLES = ("loadgen", "dut", "timestamper")
+UDP_DPORT = 5678              # bb-loadgen's destination port; the captures keep only these frames
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _PCI_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
@@ -44,8 +46,8 @@ class InventoryError(BenchbookError, ValueError):
 @dataclass(frozen=True)
 class Interface:
     name: str                 # kernel name (before DPDK takes it), e.g. "ens1f0"
-    pci: str                  # PCI address, e.g. "0000:03:00.0"
-    port: int                 # DPDK port number on that host (order of the allow-list)
+    pci: str = ""             # PCI address, e.g. "0000:03:00.0"; "" = a kernel interface (no DPDK NIC)
+    port: int = 0             # DPDK port number on that host (order of the allow-list)
     peer: str = ""            # "<host>:<interface>" on the other end of the cable/tap
 
 
@@ -66,6 +68,12 @@ class InventoryHost:
     boot_parameters: tuple[str, ...] = ()  # expected on the kernel command line (checked, recorded)
     driver: str = "vfio-pci"              # DPDK driver the NICs are bound to
     hugepages: int = 0                    # 2 MiB pages to reserve (0: leave as is)
+    bb_loadgen: str | None = None         # loadgen: bb-loadgen on the host (else this machine's, copied or shared)
+
+    @property
+    def kernel_interfaces(self) -> bool:
+        """No interface has a PCI id: the host's NICs stay with the kernel (no DPDK binding)."""
+        return not any(i.pci for i in self.interfaces)
 
     @property
     def target(self) -> str:
@@ -84,6 +92,14 @@ class Inventory:
     hosts: tuple[InventoryHost, ...]
     ssh_options: tuple[str, ...] = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
     source: str = "<dict>"
+    known_hosts: str | None = None        # pinned host keys: StrictHostKeyChecking=yes against this file only
+
+    @property
+    def connect_options(self) -> tuple[str, ...]:
+        """ssh/scp options as used: the pinned known_hosts first (ssh keeps the first value of an option)."""
+        pin = ("-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
+               "-o", "GlobalKnownHostsFile=/dev/null") if self.known_hosts else ()
+        return pin + self.ssh_options
 
     def role(self, role: str) -> InventoryHost:
         for h in self.hosts:
@@ -120,8 +136,8 @@ class Inventory:
             ifaces = []
             for k, i in enumerate(h.get("interfaces", [])):
                 iw = f"{where}.interfaces[{k}]"
-                pci = need(i, "pci", iw)
-                if not _PCI_RE.match(pci):
+                pci = str(i.get("pci", ""))
+                if pci and not _PCI_RE.match(pci):
                     raise InventoryError(f"{source}: {iw}.pci: {pci!r} is not a PCI address like 0000:03:00.0")
                 ifaces.append(Interface(name=need(i, "name", iw), pci=pci, port=int(i.get("port", k)),
                                         peer=str(i.get("peer", ""))))
@@ -132,7 +148,7 @@ class Inventory:
                     raise InventoryError(f"{source}: {where}.{key}: expected a list of core numbers")
             known = {"name", "role", "address", "user", "port", "interfaces", "cores", "housekeeping_cores",
                      "workdir", "moongen_dir", "boot_parameters", "driver", "hugepages", "identity_file",
-                     "proxy_jump"}
+                     "proxy_jump", "bb_loadgen"}
             unknown = sorted(set(h) - known)
             if unknown:
                 raise InventoryError(f"{source}: {where}: unknown key(s) {unknown}; known: {sorted(known)}")
@@ -146,6 +162,7 @@ class Inventory:
                 moongen_dir=str(h.get("moongen_dir", "/opt/MoonGen")),
                 boot_parameters=tuple(str(p) for p in h.get("boot_parameters", [])),
                 driver=str(h.get("driver", "vfio-pci")), hugepages=int(h.get("hugepages", 0)),
+                bb_loadgen=str(h["bb_loadgen"]) if h.get("bb_loadgen") else None,
             ))
         roles = [h.role for h in hosts]
         for r in ROLES:
@@ -162,14 +179,26 @@ class Inventory:
             if len(h.interfaces) < 2:
                 raise InventoryError(f"{source}: the {r} host needs two interfaces, has {len(h.interfaces)}")
         opts = tb.get("ssh_options")
+        known_hosts = tb.get("known_hosts")
+        if known_hosts is not None:
+            if not isinstance(known_hosts, str) or not known_hosts:
+                raise InventoryError(f"{source}: [testbed].known_hosts: expected the path of a known_hosts file")
+            kh = Path(known_hosts).expanduser()
+            if not kh.is_absolute() and source != "<dict>":
+                kh = Path(source).parent / kh
+            known_hosts = str(kh)
+            for o in opts or ():
+                if re.fullmatch(r"(?i)(StrictHostKeyChecking|UserKnownHostsFile)[= ].*", str(o)):
+                    raise InventoryError(f"{source}: [testbed].ssh_options: {o!r} conflicts with known_hosts "
+                                         "(host keys are checked strictly against that file)")
         return cls(name=str(tb.get("name", "testbed")), hosts=tuple(hosts), source=source,
-                   ssh_options=tuple(opts) if opts is not None else cls.ssh_options)
+                   ssh_options=tuple(opts) if opts is not None else cls.ssh_options, known_hosts=known_hosts)
 
     def ssh_host(self, role: str, log: CommandLog | None = None) -> SshHost:
         """The host of a role, reached with ssh/scp with this inventory's options."""
         h = self.role(role)
         return SshHost(name=role, address=h.address, user=h.user, port=h.port, identity_file=h.identity_file,
-                       proxy_jump=h.proxy_jump, options=self.ssh_options, log=log or CommandLog())
+                       proxy_jump=h.proxy_jump, options=self.connect_options, log=log or CommandLog())
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Inventory:
@@ -202,6 +231,7 @@ class Step:
     content: str = ""
     local: str = ""
     remote: str = ""
+    always: bool = False          # run also after a failed step (collection), before the teardown
 
     @property
     def remote_line(self) -> str:
@@ -224,6 +254,7 @@ class Measurement:
     perf_events: tuple[str, ...] = ("instructions", "branches", "cpu-migrations", "context-switches", "task-clock")
     container: str = "bb-dut"
     timestamper: str = "moonsniff"      # "moonsniff" (DPDK, hardware timestamps) | "tcpdump" (kernel NICs)
+    token: str = ""                     # run token of what the plan names on the hosts (execute draws one)
 
     def rate_mbit(self) -> float:
         """l2-load-latency takes Mbit/s; MoonGen's rate counts the frame with its 4-byte CRC
@@ -253,6 +284,8 @@ class SshBackend:
         self.dry_run = dry_run
         self.out = out or sys.stdout
         self.log = log or CommandLog()
+        self.facts: dict[str, dict[str, str]] | None = None    # per role, what the host has (probe())
+        self.substitutions: list[dict[str, str]] = []           # of the last plan
 
     def host(self, role: str) -> SshHost:
         return self.inventory.ssh_host(role, self.log)
@@ -265,26 +298,29 @@ class SshBackend:
         return testpmd.build_argv(pci=[i.pci for i in dut.interfaces], main_cpu=core, fwd_cpu=core,
                                   file_prefix=m.container, binary="/usr/bin/dpdk-testpmd", line_buffered=False)
 
-    def perf_argv(self, m: Measurement, rdir: str) -> list[str]:
-        return perf.build_argv(f"$(cat {rdir}/testpmd.pid)", m.duration_s + 2, events=m.perf_events, repeats=1,
-                               output_path=f"{rdir}/perf.csv")
+    def perf_argv(self, m: Measurement, rdir: str, window_s: float | None = None) -> list[str]:
+        return perf.build_argv(f"$(cat {rdir}/testpmd.pid)", window_s or m.duration_s + 2, events=m.perf_events,
+                               repeats=1, output_path=f"{rdir}/perf.csv")
 
     def load_argv(self, m: Measurement, rdir: str) -> list[str]:
         lgp = [i.port for i in self.inventory.role("loadgen").interfaces[:2]]
         return moongen.build_command("l2-load-latency", {"dev1": lgp[0], "dev2": lgp[1], "rate": m.rate_mbit(),
                                                          "file": f"{rdir}/histogram.csv"})
 
-    def timestamper_argvs(self, m: Measurement, rdir: str) -> dict[str, list[str]]:
+    def timestamper_argvs(self, m: Measurement, rdir: str, kind: str | None = None) -> dict[str, list[str]]:
         """name -> argv of each timestamper process (MoonSniff, or one tcpdump per tap)."""
         ts = self.inventory.role("timestamper")
-        if m.timestamper == "moonsniff":
+        kind = kind or m.timestamper
+        if kind == "moonsniff":
             return {"sniffer": moongen.build_command("moonsniff-sniffer", {
                 "devs": [i.port for i in ts.interfaces[:2]], "output": f"{rdir}/ms",
                 "runtime": m.duration_s + 10, "capture": True})}
-        if m.timestamper == "tcpdump":
-            return {side: tcpdump.build_argv(i.name, f"{rdir}/{side}.pcap")
+        if kind == "tcpdump":
+            filt = f"udp dst port {UDP_DPORT}" if ts.kernel_interfaces else None
+            return {side: tcpdump.build_argv(i.name, f"{rdir}/{side}.pcap", direction="in" if filt else None,
+                                             bpf_filter=filt)
                     for side, i in zip(("pre", "post"), ts.interfaces[:2], strict=True)}
-        raise ValueError(f"timestamper {m.timestamper!r}: expected 'moonsniff' or 'tcpdump'")
+        raise ValueError(f"timestamper {kind!r}: expected 'moonsniff' or 'tcpdump'")
 
     def container_config(self, m: Measurement) -> str:
         """The DuT container's LXC config: DPDK testpmd on the DuT NICs (PCI allow-list) as init,
@@ -306,25 +342,152 @@ class SshBackend:
                  f"{devices} = c 10:196 rwm\n{devices} = c *:* rwm\n")
         return text
 
+    # --- what each host has, and what runs there -------------------------------------
+    def probe(self) -> dict[str, dict[str, str]]:
+        """Per role, what the host has (one ssh command each, in the command log): MoonGen, dpdk-testpmd,
+        tcpdump, perf, cset, systemctl, lxc-start, the cgroup file system and cpuset controllers, bb-loadgen."""
+        from benchbook.tools.loadgen import BINARY as LOCAL_BB_LOADGEN
+
+        facts: dict[str, dict[str, str]] = {}
+        for h in self.inventory.hosts:
+            bb = h.bb_loadgen or str(LOCAL_BB_LOADGEN)
+            script = "; ".join([
+                f"echo moongen=$(test -x {shlex.quote(h.moongen_dir)}/build/MoonGen && echo yes || echo no)",
+                *[f"echo {k}=$(command -v {p} || true)" for k, p in (
+                    ("testpmd", "dpdk-testpmd"), ("tcpdump", "tcpdump"), ("perf", "perf"), ("cset", "cset"),
+                    ("systemctl", "systemctl"), ("lxc", "lxc-start"))],
+                "echo cgroupfs=$(stat -fc %T /sys/fs/cgroup)",
+                "echo v1cpuset=$(test -f /sys/fs/cgroup/cpuset/cpuset.cpus && echo yes || echo no)",
+                "echo v2cpuset=$(grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null && echo yes || "
+                "echo no)",
+                f"echo bb_loadgen=$(test -x {shlex.quote(bb)} && echo {shlex.quote(bb)} || true)",
+            ])
+            r = self.host(h.role).run(_sh(script), check=False, timeout_s=60, what=f"probe {h.name}")
+            if r.exit_code != 0:
+                raise BenchbookError(f"{self.inventory.source}: cannot probe {h.name} ({h.target}) over ssh: exit "
+                                     f"{r.exit_code}: {r.stderr.strip()[-300:]}")
+            facts[h.role] = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+        self.facts = facts
+        return facts
+
+    def mode_status(self, modes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Per isolation mode: can the DuT host run its recipe (probed over ssh)?"""
+        f = (self.facts or self.probe())["dut"]
+        out: dict[str, dict[str, Any]] = {}
+        dut = self.inventory.role("dut")
+        for mode in modes:
+            if mode == "v1":
+                ok = f.get("cgroupfs") == "tmpfs" and f.get("v1cpuset") == "yes"
+                why = ("cgroup v1 cpuset hierarchy on the DuT host" if ok else
+                       f"the DuT host {dut.name} has no cgroup v1 cpuset hierarchy (/sys/fs/cgroup is "
+                       f"{f.get('cgroupfs')})")
+            elif mode == "v2":
+                ok = f.get("cgroupfs") == "cgroup2fs" and f.get("v2cpuset") == "yes"
+                why = ("cpuset controller on the DuT host's cgroup2 hierarchy" if ok else
+                       f"the DuT host {dut.name} booted {f.get('cgroupfs')} at /sys/fs/cgroup (hybrid or v1), "
+                       "not cgroup2 with the cpuset controller: the v2 recipe cannot run there")
+            else:
+                ok, why = False, f"isolation mode {mode!r} is not part of the testbed experiment (v1, v2)"
+            out[mode] = {"runnable": ok, "reason": why}
+        return out
+
+    def choices(self, m: Measurement) -> dict[str, Any]:
+        """What runs on each host for this measurement, and every substitution of the paper's set-up (from the
+        inventory and, once probed, what the hosts have; a dry run assumes what the inventory declares)."""
+        inv, f = self.inventory, self.facts or {}
+        lg, dut, ts = inv.role("loadgen"), inv.role("dut"), inv.role("timestamper")
+        subs: list[dict[str, str]] = []
+        c: dict[str, Any] = {"substitutions": subs}
+        lgf = f.get("loadgen", {})
+        if not lg.kernel_interfaces and lgf.get("moongen", "yes") == "yes":
+            c["loadgen"] = "moongen"
+        else:
+            if not lg.kernel_interfaces:
+                raise BenchbookError(f"{inv.source}: the loadgen {lg.name} has DPDK NICs (PCI ids) but no MoonGen "
+                                     f"at {lg.moongen_dir}/build/MoonGen; bb-loadgen needs kernel interfaces")
+            c["loadgen"] = "bb-loadgen"
+            from benchbook.tools.loadgen import BINARY as LOCAL_BB_LOADGEN
+
+            found = lgf.get("bb_loadgen", "")
+            c["bb_loadgen"] = found or f"{lg.workdir}/bin/bb-loadgen"
+            c["bb_loadgen_copy"] = "" if found else str(LOCAL_BB_LOADGEN)
+            how = (f"found on the host at {found}" + (" (this machine's build, shared file system)"
+                                                      if found == str(LOCAL_BB_LOADGEN) else "")
+                   if found else f"this machine's {LOCAL_BB_LOADGEN} copied with scp to {c['bb_loadgen']}")
+            why = "the loadgen has kernel interfaces" if lgf.get("moongen", "no") == "yes" else \
+                f"no MoonGen at {lg.moongen_dir}/build/MoonGen"
+            subs.append({"role": "loadgen", "paper": "MoonGen l2-load-latency.lua on DPDK ports",
+                         "here": f"bb-loadgen (AF_PACKET, constant rate) on {lg.interfaces[0].name}; binary {how}",
+                         "reason": why})
+        if dut.kernel_interfaces:
+            c["dut"] = "testpmd-af-packet"
+            subs.append({"role": "dut", "paper": "DPDK testpmd in an LXC container on vfio-pci NICs",
+                         "here": f"dpdk-testpmd (net_af_packet on {', '.join(i.name for i in dut.interfaces)}, "
+                                 f"--no-huge) in a cgroup {m.cgroup_mode} cpuset on core {dut.cores[0]}",
+                         "reason": "the DuT's inventory interfaces have no PCI ids (kernel interfaces)"})
+        else:
+            c["dut"] = "lxc-testpmd"
+        dutf = f.get("dut", {})
+        if m.cgroup_mode == "v1":
+            c["isolation"] = "cset" if dutf.get("cset", "cset") else "cpuset"
+            if c["isolation"] == "cpuset":
+                subs.append({"role": "dut", "paper": "cset shield --kthread=on (every task moved off the DuT core)",
+                             "here": "a cpuset cgroup for the DuT alone (DuT core, sched_load_balance=0); other "
+                                     "tasks of the host are not moved",
+                             "reason": "no cset on the DuT host"})
+        else:
+            c["isolation"] = "systemd" if dutf.get("systemctl", "systemctl") else "cgroup"
+        if ts.kernel_interfaces or m.timestamper == "tcpdump":
+            c["timestamper"] = "tcpdump"
+            subs.append({"role": "timestamper", "paper": "MoonSniff hardware timestamps on optical taps",
+                         "here": f"tcpdump nanosecond software timestamps on {ts.interfaces[0].name} (pre) and "
+                                 f"{ts.interfaces[1].name} (post)",
+                         "reason": "kernel interfaces on the timestamper" if ts.kernel_interfaces
+                         else "Measurement(timestamper='tcpdump')"})
+        else:
+            c["timestamper"] = "moonsniff"
+        return c
+
+    def capability_lines(self) -> list[dict[str, str]]:
+        """The substitutions of the last plan as capability lines (capability, status, detail)."""
+        return [{"capability": f"{s['role']}: {s['paper']}", "status": "substituted",
+                 "detail": f"{s['here']} ({s['reason']})"} for s in self.substitutions]
+
     # --- the plan -----------------------------------------------------------------------
     def plan(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[Step]:
         """Every command of one measurement, in order (setup, measure, collect, teardown)."""
         inv = self.inventory
         lg, dut, ts = inv.role("loadgen"), inv.role("dut"), inv.role("timestamper")
+        ch = self.choices(m)
+        self.substitutions = ch["substitutions"]
         run_dir = str(run_dir)
         steps: list[Step] = []
         rdir = {h.role: f"{h.workdir}/{m.run_id}" for h in (lg, dut, ts)}
         d = rdir["dut"]
         core = dut.cores[0]
+        tok = m.token or "000000"
+        cg_name = f"bbssh-{tok}-dut"      # not bb-<token>: this machine's sweep must not take it (shared kernels)
 
         def run(role: str, argv: list[str], note: str = "", check: bool = True) -> None:
             steps.append(Step("run", role, argv, note=note, check=check))
+
+        def wait_for(role: str, path: str, text: str, what: str, timeout_s: int = 20) -> None:
+            run(role, _sh(f"i=0; until grep -q {shlex.quote(text)} {path} 2>/dev/null; do i=$((i+1)); "
+                          f"test $i -le {timeout_s * 10} || {{ tail -5 {path}; exit 1; }}; sleep 0.1; done"),
+                note=f"{what} ready ({text!r} in {path.rsplit('/', 1)[-1]})")
+
+        def stop(role: str, pidfiles: list[str], what: str, timeout_s: int = 20) -> None:
+            run(role, _sh(f"p=$(cat {' '.join(pidfiles)}); kill -INT $p 2>/dev/null; i=0; while kill -0 $p 2>/dev/null;"
+                          f" do i=$((i+1)); test $i -le {timeout_s * 10} || {{ kill -KILL $p; exit 1; }}; sleep 0.1; "
+                          f"done"), note=f"stop {what}, wait for its files")
 
         # 1. preflight: record what each host booted, check the DuT's hierarchy and boot parameters
         for h in (lg, dut, ts):
             r = rdir[h.role]
             run(h.role, _sh(f"mkdir -p {r} && uname -a > {r}/uname.txt && cat /proc/cmdline > {r}/cmdline.txt && "
                             f"lscpu > {r}/lscpu.txt"), note=f"{h.name}: record kernel, command line and CPU")
+        steps.append(Step("file", local=f"{run_dir}/setup/choices.json", content=json.dumps(
+            {k: v for k, v in ch.items()}, indent=1) + "\n", note="what runs on each host, substitutions"))
         want = {"v1": "tmpfs", "v2": "cgroup2fs"}[m.cgroup_mode]
         run("dut", _sh(f"test \"$(stat -fc %T /sys/fs/cgroup)\" = {want}"),
             note=f"DuT booted with cgroup {m.cgroup_mode} (systemd.unified_cgroup_hierarchy="
@@ -332,83 +495,161 @@ class SshBackend:
         for p in dut.boot_parameters:
             run("dut", ["grep", "-qw", "--", p, "/proc/cmdline"], note=f"DuT boot parameter {p} present")
 
-        # 2. NICs to DPDK (not the timestamper's when tcpdump timestamps on kernel NICs), hugepages
+        # 2. NICs to DPDK (hosts with PCI ids only; not the timestamper's when tcpdump timestamps), hugepages
         for h in (lg, dut, ts):
             if h.hugepages:
                 run(h.role, _sh(f"echo {h.hugepages} > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
                     note=f"{h.name}: reserve {h.hugepages} x 2 MiB hugepages")
-            if h.role == "timestamper" and m.timestamper == "tcpdump":
+            if h.kernel_interfaces or (h.role == "timestamper" and ch["timestamper"] == "tcpdump"):
                 continue
             run(h.role, ["dpdk-devbind.py", "-b", h.driver, *[i.pci for i in h.interfaces]],
                 note=f"{h.name}: bind {', '.join(i.name for i in h.interfaces)} to {h.driver}")
+        if ch["loadgen"] == "bb-loadgen" and ch["bb_loadgen_copy"]:
+            run("loadgen", ["mkdir", "-p", ch["bb_loadgen"].rsplit("/", 1)[0]], note="directory for bb-loadgen")
+            steps.append(Step("put", "loadgen", local=ch["bb_loadgen_copy"], remote=ch["bb_loadgen"],
+                              note="bb-loadgen from this machine (no MoonGen on the loadgen)"))
 
-        # 3. DuT isolation (the paper's recipes) and the container
+        # 3. DuT isolation (the paper's recipes) and the DuT
         hk = ",".join(map(str, dut.housekeeping_cores)) or "0"
+        cg_dir = ""
         if m.cgroup_mode == "v1":
-            run("dut", ["cset", "shield", f"--cpu={core}", "--kthread=on"],
-                note="cgroup v1: housekeeping cpuset, kernel threads moved off the DuT core (cset)")
-            run("dut", _sh("echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance"),
-                note="cgroup v1: no load balancing on the DuT set; read back below")
-            run("dut", _sh(f"cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance > {d}/isolation.txt"))
+            if ch["isolation"] == "cset":
+                run("dut", ["cset", "shield", f"--cpu={core}", "--kthread=on"],
+                    note="cgroup v1: housekeeping cpuset, kernel threads moved off the DuT core (cset)")
+                run("dut", _sh("echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance"),
+                    note="cgroup v1: no load balancing on the DuT set; read back below")
+                run("dut", _sh(f"cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance > {d}/isolation.txt"))
+                cg_dir = "/sys/fs/cgroup/cpuset/user"
+            else:
+                cg_dir = f"/sys/fs/cgroup/cpuset/{cg_name}"
+                run("dut", _sh(f"mkdir {cg_dir} && cat /sys/fs/cgroup/cpuset/cpuset.mems > {cg_dir}/cpuset.mems && "
+                               f"echo {core} > {cg_dir}/cpuset.cpus && echo 0 > {cg_dir}/cpuset.sched_load_balance "
+                               f"&& for f in cpus mems sched_load_balance; do echo cpuset.$f=$(cat {cg_dir}/cpuset.$f);"
+                               f" done > {d}/isolation.txt"),
+                    note=f"cgroup v1: the DuT's cpuset {cg_name} on core {core}, no load balancing; read back")
         else:
-            for unit in ("system.slice", "user.slice", "init.scope"):
-                run("dut", ["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
-                    note=f"cgroup v2: {unit} off the DuT core")
-        cfg_local = f"{run_dir}/setup/{m.container}.conf"
-        steps.append(Step("file", local=cfg_local, content=self.container_config(m),
-                          note="the container's LXC config, kept in the run directory"))
-        run("dut", lxc.create_argv(m.container, template="debian",
-                                   template_args=["-r", "bookworm", "--packages=dpdk,dpdk-dev"]),
-            note="container root fs: debootstrap of Debian bookworm with DPDK (testpmd)")
-        steps.append(Step("put", "dut", local=cfg_local, remote=f"{lxc.LXC_PATH}/{m.container}/config",
-                          note="the container config: testpmd as init, pinned to the DuT core"))
-        run("dut", lxc.start_argv(m.container, logfile=f"{d}/lxc.log"), note="start the DuT container")
-        run("dut", _sh(f"{shell_join(lxc.info_argv(m.container, pid_only=True))} > {d}/testpmd.pid && "
-                       f"grep Cpus_allowed_list /proc/$(cat {d}/testpmd.pid)/status > {d}/affinity.txt"),
-            note="testpmd's host pid and affinity")
-        if m.cgroup_mode == "v2":
-            run("dut", _sh(f"echo {core} > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus && "
-                           f"echo root > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus.partition"),
-                note="cgroup v2: the container's cpuset becomes a partition root")
+            if ch["isolation"] == "systemd":
+                for unit in ("system.slice", "user.slice", "init.scope"):
+                    run("dut", ["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
+                        note=f"cgroup v2: {unit} off the DuT core")
+            if ch["dut"] == "testpmd-af-packet":
+                cg_dir = f"/sys/fs/cgroup/{cg_name}"
+                run("dut", _sh(f"echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir {cg_dir} && "
+                               f"echo {core} > {cg_dir}/cpuset.cpus && echo root > {cg_dir}/cpuset.cpus.partition && "
+                               f"for f in cpus cpus.partition cpus.effective; do echo cpuset.$f=$(cat "
+                               f"{cg_dir}/cpuset.$f); done > {d}/isolation.txt"),
+                    note=f"cgroup v2: the DuT's cgroup {cg_name}, a cpuset partition root on core {core}; read back")
+        if ch["dut"] == "lxc-testpmd":
+            self._plan_lxc_dut(m, run_dir, steps, d, core)
+        else:
+            argv = testpmd.build_argv([i.name for i in dut.interfaces], main_cpu=core, fwd_cpu=core,
+                                      file_prefix=cg_name, line_buffered=True) + ["--stats-period", "3600"]
+            inner = f"echo $$ > {cg_dir}/cgroup.procs && exec {shell_join(argv)}"
+            run("dut", _sh(f"nohup sh -c {shlex.quote(inner)} > {d}/testpmd.log 2>&1 < /dev/null & "
+                           f"echo $! > {d}/testpmd.pid"),
+                note=f"dpdk-testpmd (net_af_packet) on the DuT core, in {cg_dir}")
+            wait_for("dut", f"{d}/testpmd.log", "packet forwarding - ports=", "testpmd")
+            run("dut", _sh(f"grep Cpus_allowed_list /proc/$(cat {d}/testpmd.pid)/status > {d}/affinity.txt && "
+                           f"cat /proc/$(cat {d}/testpmd.pid)/cgroup > {d}/testpmd-cgroup.txt"),
+                note="testpmd's affinity and cgroups")
 
         # 4. measurement: timestamper first, perf on the DuT, then the load
         t = rdir["timestamper"]
-        for name, argv in self.timestamper_argvs(m, t).items():
-            cd = f"cd {ts.moongen_dir} && " if m.timestamper == "moonsniff" else ""
-            run("timestamper", _sh(f"{cd}nohup {shell_join(argv)} > {t}/{name}.log 2>&1 & echo $! > {t}/{name}.pid"),
-                note=f"timestamper ({m.timestamper}): {name}")
-        steps.append(Step("wait", seconds=5, note="timestamper ready"))
-        run("dut", _sh(f"nohup {shell_join(self.perf_argv(m, d))} > {d}/perf.log 2>&1 &"),
+        for name, argv in self.timestamper_argvs(m, t, ch["timestamper"]).items():
+            cd = f"cd {ts.moongen_dir} && " if ch["timestamper"] == "moonsniff" else ""
+            run("timestamper", _sh(f"{cd}nohup {shell_join(argv)} > {t}/{name}.log 2>&1 < /dev/null & "
+                                   f"echo $! > {t}/{name}.pid"),
+                note=f"timestamper ({ch['timestamper']}): {name}")
+            if ch["timestamper"] == "tcpdump":
+                wait_for("timestamper", f"{t}/{name}.log", "listening on", f"tcpdump {name}")
+        if ch["timestamper"] == "moonsniff":
+            steps.append(Step("wait", seconds=5, note="timestamper ready"))
+        perf_window_s = m.duration_s + (2 if ch["dut"] == "lxc-testpmd" else 1)
+        run("dut", _sh(f"nohup {shell_join(self.perf_argv(m, d, perf_window_s))} > {d}/perf.log 2>&1 < /dev/null & "
+                       f"echo $! > {d}/perf.pid"),
             note="perf stat on testpmd for the measurement window")
         lr = rdir["loadgen"]
-        run("loadgen", _sh(f"cd {lg.moongen_dir} && timeout {m.duration_s + 5} {shell_join(self.load_argv(m, lr))} "
-                           f"> {lr}/moongen.log 2>&1; rc=$?; test $rc -eq 0 -o $rc -eq 124"),
-            note=f"MoonGen load: {m.rate_pps:g} pkt/s of {m.frame_size} B = {m.rate_mbit()} Mbit/s "
-                 f"(frame + CRC) for {m.duration_s} s")
-        for name in self.timestamper_argvs(m, t):
-            run("timestamper", _sh(f"kill -INT $(cat {t}/{name}.pid) 2>/dev/null; "
-                                   f"while kill -0 $(cat {t}/{name}.pid) 2>/dev/null; do sleep 1; done; true"),
-                note=f"stop the timestamper's {name}, wait for its files")
-        run("dut", _sh(f"kill -INT $(cat {d}/testpmd.pid); sleep 2; "
-                       f"cp {lxc.LXC_PATH}/{m.container}/console.log {d}/testpmd-console.log"),
-            note="testpmd prints its forward statistics (RX/TX/dropped per port)")
+        if ch["loadgen"] == "moongen":
+            run("loadgen", _sh(f"cd {lg.moongen_dir} && timeout {m.duration_s + 5} "
+                               f"{shell_join(self.load_argv(m, lr))} > {lr}/moongen.log 2>&1; rc=$?; "
+                               f"test $rc -eq 0 -o $rc -eq 124"),
+                note=f"MoonGen load: {m.rate_pps:g} pkt/s of {m.frame_size} B = {m.rate_mbit()} Mbit/s "
+                     f"(frame + CRC) for {m.duration_s} s")
+        else:
+            cfg = loadgen.LoadgenConfig(iface=lg.interfaces[0].name, rate_pps=m.rate_pps, duration_s=m.duration_s,
+                                        frame_size=m.frame_size, dport=UDP_DPORT,
+                                        cpu=lg.cores[0] if lg.cores else None)
+            run("loadgen", _sh(f"timeout {m.duration_s + 30} {shell_join(loadgen.build_argv(cfg, ch['bb_loadgen']))}"
+                               f" > {lr}/loadgen.json 2> {lr}/loadgen.log & echo $! > {lr}/loadgen.pid; wait $!"),
+                note=f"bb-loadgen: {m.rate_pps:g} pkt/s of {m.frame_size} B for {m.duration_s} s")
+            steps.append(Step("wait", seconds=0.5, note="the last packets reach the timestamper"))
+        names = list(self.timestamper_argvs(m, t, ch["timestamper"]))
+        stop("timestamper", [f"{t}/{name}.pid" for name in names], f"the timestamper's {' and '.join(names)}")
+        run("dut", _sh(f"p=$(cat {d}/perf.pid); i=0; while kill -0 $p 2>/dev/null; do i=$((i+1)); "
+                       f"test $i -le {perf_window_s * 10 + 50} || exit 1; sleep 0.1; done"),
+            note="perf stat has written its counters")
+        if ch["dut"] == "lxc-testpmd":
+            run("dut", _sh(f"kill -INT $(cat {d}/testpmd.pid); sleep 2; "
+                           f"cp {lxc.LXC_PATH}/{m.container}/console.log {d}/testpmd-console.log"),
+                note="testpmd prints its forward statistics (RX/TX/dropped per port)")
+        else:
+            stop("dut", [f"{d}/testpmd.pid"], "testpmd (it prints its forward statistics)")
 
-        # 5. collect
+        # 5. collect (also after a failed step, from every host that answers)
         for h in (lg, dut, ts):
             steps.append(Step("fetch", h.role, remote=rdir[h.role], local=f"{run_dir}/raw/{h.role}",
-                              note=f"collect {h.name}'s raw data"))
+                              note=f"collect {h.name}'s raw data", check=False, always=True))
 
         # 6. teardown (also run after a failure: every step here is check=False)
-        tear = [Step("run", "dut", lxc.stop_argv(m.container, kill=True), note="stop the container"),
-                Step("run", "dut", lxc.destroy_argv(m.container), note="remove the container")]
-        if m.cgroup_mode == "v1":
-            tear.append(Step("run", "dut", ["cset", "shield", "--reset"], note="undo the v1 shield"))
+        tear: list[Step] = []
+        if ch["dut"] == "lxc-testpmd":
+            tear += [Step("run", "dut", lxc.stop_argv(m.container, kill=True), note="stop the container"),
+                     Step("run", "dut", lxc.destroy_argv(m.container), note="remove the container")]
         else:
+            tear.append(Step("run", "dut", _sh(f"kill -KILL $(cat {d}/testpmd.pid {d}/perf.pid 2>/dev/null) "
+                                               f"2>/dev/null; rm -rf /var/run/dpdk/{cg_name}; true"),
+                             note="testpmd and perf gone, DPDK runtime directory removed"))
+        if ch["timestamper"] == "tcpdump":
+            tear.append(Step("run", "timestamper", _sh(f"kill -KILL $(cat {t}/*.pid 2>/dev/null) 2>/dev/null; true"),
+                             note="no capture left running"))
+        if ch["loadgen"] == "bb-loadgen":
+            tear.append(Step("run", "loadgen", _sh(f"kill -TERM $(cat {lr}/loadgen.pid 2>/dev/null) 2>/dev/null; true"),
+                             note="no bb-loadgen left running"))
+        if m.cgroup_mode == "v1" and ch["isolation"] == "cset":
+            tear.append(Step("run", "dut", ["cset", "shield", "--reset"], note="undo the v1 shield"))
+        elif cg_name in cg_dir:
+            root = cg_dir.rsplit("/", 1)[0]
+            tear.append(Step("run", "dut", _sh(f"test -d {cg_dir} || exit 0; for p in $(cat {cg_dir}/cgroup.procs); "
+                                               f"do echo $p > {root}/cgroup.procs; done; rmdir {cg_dir}"),
+                             note=f"remove the DuT's cgroup {cg_name}"))
+        if m.cgroup_mode == "v2" and ch["isolation"] == "systemd":
             tear += [Step("run", "dut", ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="])
                      for u in ("system.slice", "user.slice", "init.scope")]
         for s in tear:
             s.check, s.teardown = False, True
         return steps + tear
+
+    def _plan_lxc_dut(self, m: Measurement, run_dir: str, steps: list[Step], d: str, core: int) -> None:
+        """The paper's DuT: testpmd on the vfio-pci NICs as the init of an LXC container."""
+        def run(argv: list[str], note: str = "") -> None:
+            steps.append(Step("run", "dut", argv, note=note))
+
+        cfg_local = f"{run_dir}/setup/{m.container}.conf"
+        steps.append(Step("file", local=cfg_local, content=self.container_config(m),
+                          note="the container's LXC config, kept in the run directory"))
+        run(lxc.create_argv(m.container, template="debian",
+                            template_args=["-r", "bookworm", "--packages=dpdk,dpdk-dev"]),
+            note="container root fs: debootstrap of Debian bookworm with DPDK (testpmd)")
+        steps.append(Step("put", "dut", local=cfg_local, remote=f"{lxc.LXC_PATH}/{m.container}/config",
+                          note="the container config: testpmd as init, pinned to the DuT core"))
+        run(lxc.start_argv(m.container, logfile=f"{d}/lxc.log"), note="start the DuT container")
+        run(_sh(f"{shell_join(lxc.info_argv(m.container, pid_only=True))} > {d}/testpmd.pid && "
+                f"grep Cpus_allowed_list /proc/$(cat {d}/testpmd.pid)/status > {d}/affinity.txt"),
+            note="testpmd's host pid and affinity")
+        if m.cgroup_mode == "v2":
+            run(_sh(f"echo {core} > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus && "
+                    f"echo root > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus.partition"),
+                note="cgroup v2: the container's cpuset becomes a partition root")
 
     # --- dry run and execution --------------------------------------------------------
     def command_line(self, s: Step) -> str:
@@ -447,20 +688,38 @@ class SshBackend:
         return lines
 
     def execute(self, m: Measurement, run_dir: str | Path, steps: list[Step] | None = None) -> dict[str, Any]:
-        """Run the plan (or the given steps) for real (never in dry-run mode); teardown steps always
-        run. Commands go into the command log in ``<run_dir>/raw/``."""
+        """Run the plan (or the given steps) for real (never in dry-run mode). After a failed step the rest of
+        the measurement is skipped, the collection steps still fetch what each reachable host has, and the
+        teardown steps always run. Commands go into the command log in ``<run_dir>/raw/``."""
         if self.dry_run:
             raise RuntimeError("SshBackend is in dry-run mode: use print_plan(), or dry_run=False to execute")
+        from dataclasses import replace
+
+        from benchbook.testbed.names import new_token
+
         run_dir = Path(run_dir)
         (run_dir / "setup").mkdir(parents=True, exist_ok=True)
         if self.log.directory is None:
             self.log = CommandLog(run_dir / "raw")
-        steps = self.plan(m, run_dir) if steps is None else steps
+        if not m.token:
+            m = replace(m, token=new_token())
         record: dict[str, Any] = {"inventory": self.inventory.source, "measurement": vars(m).copy(),
                                   "rate_mbit": m.rate_mbit(), "command_log": str(self.log.directory), "steps": []}
         failed: str | None = None
+        if steps is None:
+            try:
+                if self.facts is None:
+                    self.probe()
+                steps = self.plan(m, run_dir)
+            except BenchbookError as exc:
+                record.update(status="failed", error=str(exc))
+                return record
+            record["choices"] = {k: v for k, v in self.choices(m).items() if k != "substitutions"}
+            record["substitutions"] = list(self.substitutions)
+            record["facts"] = self.facts
+        step_timeout_s = max(60.0, 3.0 * m.duration_s + 60.0)
         for n, s in enumerate(steps, 1):
-            if failed and not s.teardown:
+            if failed and not (s.teardown or s.always):
                 continue
             entry: dict[str, Any] = {"n": n, "kind": s.kind, "role": s.role, "note": s.note}
             t0 = time.monotonic()
@@ -478,15 +737,42 @@ class SshBackend:
                 self.host(s.role).fetch(s.remote, s.local, check=False)
                 rc = self.log.records[-1].exit_code or 0
             else:
-                rc = self.host(s.role).run(s.argv, check=False, timeout_s=None, what=s.note).exit_code
+                rc = self.host(s.role).run(s.argv, check=False, timeout_s=step_timeout_s, what=s.note).exit_code
             entry.update(exit_code=rc, seconds=round(time.monotonic() - t0, 3),
                          commands=[r.n for r in self.log.since(first)])
             record["steps"].append(entry)
-            if rc != 0 and s.check and not failed:
+            if rc != 0 and (s.check or s.always) and not failed:
                 failed = f"step {n} ({self.command_line(s)}) failed with exit {rc}; see {self.log.directory}/cmd/"
+            elif rc != 0 and s.always:
+                record.setdefault("not_collected", []).append(f"{s.role}: {s.note} (exit {rc})")
         record["status"] = "failed" if failed else "complete"
         record["error"] = failed
+        record["results"] = collected_results(run_dir)
         return record
+
+
+def collected_results(run_dir: Path) -> dict[str, Any]:
+    """What the collected raw data say (bb-loadgen's report, tcpdump's counts, testpmd's forward statistics),
+    read from ``<run_dir>/raw/<role>/``; a file that was not collected is absent from the result."""
+    raw = Path(run_dir) / "raw"
+    out: dict[str, Any] = {}
+    rep = raw / "loadgen" / "loadgen.json"
+    if rep.is_file() and rep.stat().st_size:
+        try:
+            out["loadgen"] = loadgen.parse_report(rep.read_text(), source=str(rep))
+        except loadgen.LoadgenError as exc:
+            out["loadgen_error"] = str(exc)
+    ts = raw / "timestamper"
+    caps = {side: tcpdump.parse_stats((ts / f"{side}.log").read_text()) for side in ("pre", "post")
+            if (ts / f"{side}.log").is_file()}
+    if caps:
+        out["captures"] = caps
+    if (ts / "pre.pcap").is_file() and (ts / "post.pcap").is_file():
+        out["capture_dir"] = str(ts)
+    log = raw / "dut" / "testpmd.log"
+    if log.is_file():
+        out["dut_stats"] = testpmd.parse_forward_stats(log.read_text())
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
