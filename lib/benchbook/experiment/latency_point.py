@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.errors import BenchbookError
 from benchbook.experiment.record import write_json_atomic
 from benchbook.tools.host import CommandLog
 
@@ -44,6 +45,10 @@ ID_OFFSET = 42
 UDP_DPORT = 5678
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 BACKENDS = ("local", "testbed")
+
+
+class MeasurementFailed(BenchbookError, RuntimeError):
+    """Points of an experiment failed; every result, failed ones with their reason, was written first."""
 
 
 @dataclass
@@ -146,6 +151,9 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
                         rec["captures"] = {"pre": pre.stop(), "post": post.stop()}
                         if perf_run is not None:
                             rec["perf"] = {"status": "run", **perf_run.finish()}
+                    problems = [pb for pb in (pre.problem(), post.problem()) if pb]
+                    if problems:
+                        raise tcpdump.CaptureError("; ".join(problems))
                 rec["dut_stats"] = {k: v for k, v in dut.stats.items() if k != "log_tail"}
                 (d / "dut.log").write_text(str(dut.stats.get("log_tail", "")))
             rec["isolation"]["restore_problems"] = iso.report.get("restore_problems", [])
@@ -156,7 +164,10 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
         rec["traceback"] = traceback.format_exc()
     rec["commands"] = _command_range(log, first)
     rec["wall_s"] = round(time.time() - t0, 3)
-    (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))
+    try:
+        (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))
+    except OSError as exc:  # e.g. the capture directory is full: the record still reaches latency-points.json
+        rec["point_file_error"] = f"{d / 'point.json'}: {exc.strerror}"
     return rec
 
 
@@ -187,7 +198,14 @@ def measure_testbed_point(backend: Any, params: ExperimentParams, mode: str, rat
     try:
         run = backend.execute(_testbed_measurement(params, mode, rate_pps, rep), d)
         rec["testbed_run"] = run
-        if run["status"] == "complete":
+        got = run.get("results") or {}
+        if run["status"] == "complete" and "capture_dir" in got and "loadgen" in got and "captures" in got:
+            # tcpdump taps on the timestamper: matched like a local point (pre/post pcaps by packet id)
+            cap = Path(got["capture_dir"])
+            rec.update(loadgen=got["loadgen"], captures=got["captures"], dut_stats=got.get("dut_stats", {}),
+                       analysis=analyse_point(cap), status="complete")
+            (cap / "latencies.parquet").replace(d / "latencies.parquet")
+        elif run["status"] == "complete":
             rec["status"] = "collected"
             rec["reason"] = ("raw data collected in raw/<role>/; percentiles from MoonSniff/MoonGen output are "
                              "not computed by this experiment")
@@ -230,9 +248,11 @@ def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np
 # -------------------------------------------------------------------------------------------------
 # the whole experiment
 # -------------------------------------------------------------------------------------------------
-def arm_status(params: ExperimentParams) -> dict[str, dict[str, Any]]:
+def arm_status(params: ExperimentParams, backend: Any = None) -> dict[str, dict[str, Any]]:
     """Per isolation mode: runnable here? (with the reason). On the testbed the DuT host's own
-    boot decides (the plan checks it), so every mode is runnable from here."""
+    boot decides: probed over ssh when the backend is given, else checked by the plan."""
+    if params.backend == "testbed" and backend is not None:
+        return backend.mode_status(params.cgroup_modes)
     if params.backend == "testbed":
         return {m: {"runnable": True, "reason": "checked on the DuT host by the plan"} for m in params.cgroup_modes}
     from benchbook.testbed.isolation import mode_status
@@ -366,7 +386,9 @@ def read_dry_run(path: Path | str) -> dict[str, list[str]]:
 def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str,
                    progress: Any = None) -> dict[str, Any]:
     """Run every point of the grid on the chosen backend; write latency-points.json, metrics.json,
-    capabilities.json. With dry_run: only dry-run.txt (the result lists no points)."""
+    capabilities.json. With dry_run: only dry-run.txt (the result lists no points). When a point
+    failed (a process of the chain died, a capture is incomplete, ...), MeasurementFailed names the
+    failed points and their reasons after all of that is written; their raw data stay in place."""
     if isinstance(params, dict):
         params = ExperimentParams.from_dict(params)
     params.check()
@@ -376,13 +398,13 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
         path = write_dry_run(params, out)
         return {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": {}, "points": [],
                 "dry_run": str(path)}
-    arms = arm_status(params)
     log = CommandLog(out / "raw")
     backend: Any = None
     if params.backend == "testbed":
         from benchbook.testbed.backends import get_backend
 
         backend = get_backend("testbed", inventory=params.inventory, dry_run=False, log=log)
+    arms = arm_status(params, backend)
     points: list[dict[str, Any]] = []
     for mode, rate_pps, rep in _grid(params):
         if not arms[mode]["runnable"]:
@@ -406,7 +428,15 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
     caps.extend(capabilities(params, arms))
+    if backend is not None:
+        caps.extend(backend.capability_lines())
     write_json_atomic(out / "capabilities.json", caps)
+    failed = [p for p in points if p["status"] == "failed"]
+    if failed:
+        raise MeasurementFailed(
+            f"{len(failed)} of {len(points)} points failed (every point with its reason: {out / RESULT_FILE}; "
+            f"raw data kept): " + "; ".join(f"{p['mode']} @ {p['rate_pps']:g} pkt/s repetition {p['repetition']}: "
+                                            f"{str(p.get('error')).splitlines()[0]}" for p in failed[:3]))
     return result
 
 

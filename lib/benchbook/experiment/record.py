@@ -1,4 +1,5 @@
-"""Run records (run.json): the schema, validation on write and on read, atomic writes, discovery."""
+"""Run records (run.json): the schema, validation on write and on read, atomic writes, discovery, and
+runs whose process is gone while their record still says "running" (`mark_abandoned`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import functools
 import json
 import math
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,3 +148,60 @@ def find_run(ref: str | Path, runs_dir: Path) -> Path:
         raise RunRecordError(f"run id {ref} is ambiguous under {runs_dir}: "
                              + ", ".join(str(m.parent) for m in matches))
     raise RunRecordError(f"{ref}: no run record found (looked for {p}/run.json and under {runs_dir})")
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def record_owner() -> dict[str, Any]:
+    """The process writing a run record ("owner" in run.json): host, boot, pid and the pid's start time,
+    so that a record left "running" by a process that is gone can be told from one still in progress."""
+    from benchbook.testbed.state import process_start_ticks
+
+    return {"host": socket.gethostname(), "boot_id": _boot_id(), "pid": os.getpid(),
+            "start_ticks": process_start_ticks(os.getpid())}
+
+
+def owner_gone(record: dict[str, Any]) -> bool:
+    """True when the record's owner was a process on this host that no longer runs (another boot, or
+    the pid is gone or belongs to a later process). Records of other hosts or without an owner: False."""
+    from benchbook.testbed.state import process_alive
+
+    owner = record.get("owner")
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return False
+    if owner.get("boot_id") and _boot_id() and owner["boot_id"] != _boot_id():
+        return True
+    return not process_alive(int(owner["pid"]), owner.get("start_ticks"))
+
+
+def mark_abandoned(experiment_dir: Path, noticed_by: str = "") -> list[Path]:
+    """Rewrite every record under ``experiment_dir`` left "running" by a process that is gone (killed,
+    e.g. by SIGKILL, or the machine stopped) as "interrupted", with that reason and the outputs it left
+    (SHA-256 of every file; nothing is deleted). Returns the run directories rewritten."""
+    from benchbook.provenance.checksums import hash_tree
+
+    marked = []
+    for run_dir in iter_run_dirs(experiment_dir):
+        try:  # a cheap look first: only records still "running" are read and validated in full
+            if '"running"' not in (run_dir / RECORD_NAME).read_text(encoding="utf-8"):
+                continue
+            record = read_record(run_dir)
+        except (RunRecordError, OSError, UnicodeDecodeError):
+            continue
+        if record["status"] != "running" or not owner_gone(record):
+            continue
+        owner = record["owner"]
+        record["status"] = "interrupted"
+        record["error"] = (f"interrupted: the process running it (pid {owner['pid']} on {owner['host']}) ended "
+                           f"without finishing the record (killed, e.g. by SIGKILL, or the machine stopped); "
+                           f"its raw data are as that process left them")
+        record["note"] = f"found abandoned and marked interrupted{' by ' + noticed_by if noticed_by else ''}"
+        record["outputs"] = hash_tree(run_dir, skip=(RECORD_NAME,))
+        write_record(run_dir, record)
+        marked.append(run_dir)
+    return marked

@@ -3,9 +3,10 @@
 A run directory is ``<runs_dir>/<experiment>/<run_id>/`` holding ``raw/`` (measured data),
 ``analysis/`` (derived data), the executed notebook, whatever else the notebook writes into
 ``output_dir`` (it receives that parameter), copies of channels.scm and the Guix manifest, and
-``run.json`` (schema: run.schema.json). The record is written before execution (status "running")
-and rewritten atomically when the run ends, so a run killed midway is recognisable as incomplete and
-keeps whatever raw data it had written.
+``run.json`` (schema: run.schema.json). The record is written before execution (status "running",
+with its "owner": host, boot, pid) and rewritten atomically when the run ends, so a run killed midway
+is recognisable as incomplete and keeps whatever raw data it had written; the next run of the same
+experiment rewrites such a record as "interrupted" once its owner is gone (record.mark_abandoned).
 
 A notebook may leave two files for the record: ``metrics.json`` (an object of named results, folded
 into "metrics") and ``capabilities.json`` (a list of {"capability", "status", "detail"}: what was
@@ -15,18 +16,24 @@ missing or substituted, folded into "capabilities").
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import secrets
 import shutil
+import sys
 import time
 import traceback
+import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchbook.experiment.record import write_json_atomic, write_record  # noqa: F401 (re-exported)
+from benchbook.experiment.record import mark_abandoned, record_owner, write_json_atomic, write_record  # noqa: F401
 from benchbook.paths import RUNS_DIR
+
+if TYPE_CHECKING:
+    from benchbook.experiment.kernel_session import KernelSession
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
 
@@ -37,6 +44,40 @@ class RunResult:
     status: str  # "complete" | "failed" | "interrupted"
     record: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+
+def _defer_iri_grammar() -> None:
+    """Let jsonschema (imported by papermill through nbformat, and by run-record validation) load
+    without building rfc3987_syntax's Earley parser for RFC 3987 (seconds at import; run records use
+    no IRI format): the module is stood in for by one that builds the parser on first use."""
+    if "rfc3987_syntax" in sys.modules or "jsonschema" in sys.modules:
+        return
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        return
+    stand_in = types.ModuleType("rfc3987_syntax")
+    real: list[types.ModuleType] = []
+
+    def load() -> types.ModuleType:
+        if not real:
+            del sys.modules["rfc3987_syntax"]
+            try:
+                real.append(importlib.import_module("rfc3987_syntax"))
+            except BaseException:
+                sys.modules["rfc3987_syntax"] = stand_in
+                raise
+        return real[0]
+
+    def is_valid_syntax(term: str, value: str) -> bool:
+        return load().is_valid_syntax(term, value)
+
+    def attribute(name: str) -> Any:
+        if name.startswith("__"):  # the import system probes __path__ and others: not a reason to load
+            raise AttributeError(name)
+        return getattr(load(), name)
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    stand_in.__getattr__ = attribute  # type: ignore[method-assign]
+    sys.modules["rfc3987_syntax"] = stand_in
 
 
 def now_iso() -> str:
@@ -170,14 +211,19 @@ def run_notebook(
     manifest: Path | None = None,
     fingerprint: dict[str, Any] | None = None,
     capabilities: Iterable[dict[str, Any]] = (),
+    kernel: KernelSession | None = None,
 ) -> RunResult:
     """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
+
+    With ``kernel`` (a KernelSession, as a sweep passes) the notebook runs in that session's
+    kernel, reset to a fresh kernel's state for it, instead of a kernel started for this run.
 
     The run record holds the host fingerprint (computed once per process unless given), the
     environment (lock hash, Guix channel commit, git commit and dirty flag), inputs and outputs
     with SHA-256, metrics and capabilities. KeyboardInterrupt marks the run "interrupted" and is
     re-raised; any other failure marks it "failed" and keeps everything the notebook wrote.
     """
+    _defer_iri_grammar()
     import papermill as pm
 
     from benchbook.provenance.checksums import hash_tree, sha256_file
@@ -190,6 +236,7 @@ def run_notebook(
     # absolute: the notebook runs inside its run directory and gets output_dir from it
     runs_dir = (Path(runs_dir) if runs_dir is not None else RUNS_DIR).resolve()
     run_id = run_id or new_run_id()
+    abandoned = mark_abandoned(runs_dir / experiment, noticed_by=f"run {run_id}")
     run_dir = runs_dir / experiment / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     (run_dir / "raw").mkdir()
@@ -209,6 +256,7 @@ def run_notebook(
         "repetition": int(repetition),
         "sweep": sweep,
         "status": "running",
+        "owner": record_owner(),
         "start": now_iso(),
         "end": None,
         "duration_s": None,
@@ -219,7 +267,8 @@ def run_notebook(
         "metrics": {},
         "capabilities": [dict(c) for c in capabilities],
         "environment_files": {},
-        "warnings": [],
+        "warnings": [f"run {d.name} of this experiment was left running by a process that is gone: recorded as "
+                     f"interrupted" for d in abandoned],
     }
     write_record(run_dir, record)
     # Provenance that takes a moment comes after the first record, so a kill here is still visible.
@@ -233,6 +282,8 @@ def run_notebook(
     error: str | None = None
     interrupted: BaseException | None = None
     try:
+        if kernel is not None:
+            kernel.begin_point(run_dir)
         pm.execute_notebook(
             str(notebook),
             str(executed),
@@ -243,6 +294,7 @@ def run_notebook(
             # ipykernel warns on every start that loopback TCP is unencrypted; errors still show.
             # (IPC transport would avoid the warning but hangs nbclient's cleanup on SIGTERM.)
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            **(kernel.papermill_arguments() if kernel is not None else {}),
         )
         status = "complete"
     except KeyboardInterrupt as exc:
@@ -251,6 +303,8 @@ def run_notebook(
         status = "failed"
         error = notebook_error(exc)
         record["traceback"] = traceback.format_exc(limit=5)
+    if kernel is not None and interrupted is None:
+        kernel.end_point()
     _fold_notebook_files(run_dir, record)
     record["outputs"] = hash_tree(run_dir, skip=("run.json",))
     record["status"] = status

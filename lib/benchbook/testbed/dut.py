@@ -25,11 +25,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchbook.errors import BenchbookError
 from benchbook.testbed.names import make_name
 from benchbook.testbed.procinfo import cpus_allowed
+from benchbook.tools.host import describe_exit
 
 SINK_IP = "10.250.1.2"
 SRC_IP = "10.250.0.1"
+
+
+class DutError(BenchbookError, RuntimeError):
+    """The DuT failed during a measurement (its process ended before it was stopped)."""
 
 
 @dataclass
@@ -96,8 +102,12 @@ def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str =
     try:
         yield dut
     finally:
+        ended = tp.command.poll()  # not None: testpmd ended before it was stopped
         dut.stats = tp.stop()
         dut.stats["log_tail"] = "".join(tp.lines[-60:])
+    if ended is not None:
+        raise DutError(f"dpdk-testpmd (pid {tp.pid}) ended during the measurement with {describe_exit(ended)}; "
+                       f"its output is in the command log")
 
 
 def _read_counter(testbed: Any, ifname: str, name: str) -> int | None:

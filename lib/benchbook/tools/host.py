@@ -48,6 +48,20 @@ class CommandError(BenchbookError, RuntimeError):
         super().__init__(f"command failed{where} (exit {returncode}): {shlex.join(self.argv)}\n{stderr.strip()}")
 
 
+def describe_exit(code: int | None) -> str:
+    """How a process ended, from its return code: "exit 3", or "killed by signal SIGKILL (9)" for a
+    negative code (subprocess's convention), or "still running" for None."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by signal {name} ({-code})"
+    return f"exit {code}"
+
+
 @dataclass
 class CommandRecord:
     """One command in the log: argv as run on this machine, exit code, seconds, output files."""
@@ -368,4 +382,4 @@ class LocalHost:
 
 
 __all__ = ["CommandError", "CommandLog", "CommandRecord", "CommandResult", "Host", "LocalHost", "RunningCommand",
-           "read_command_log"]
+           "describe_exit", "read_command_log"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.paths import BUILD_DIR, REPO_ROOT
-from benchbook.tools.host import Host
+from benchbook.tools.host import Host, describe_exit
 from benchbook.tools.native import ensure_built
 
 ID_OFFSET = 42
@@ -118,7 +118,8 @@ def run_loadgen(host: Host, cfg: LoadgenConfig, timeout_s: float | None = None,
         timeout_s = span_s * 3 + 30
     r = host.run(argv, check=False, timeout_s=timeout_s, what="bb-loadgen")
     if r.exit_code != 0:
-        raise LoadgenError(f"bb-loadgen failed (exit {r.exit_code}) on {host.name}: {' '.join(host.argv(argv))}\n"
+        raise LoadgenError(f"bb-loadgen failed ({describe_exit(r.exit_code)}) on {host.name}: "
+                           f"{' '.join(host.argv(argv))}\n"
                            f"{r.stderr.strip()}")
     rep = parse_report(r.stdout)
     rep["argv"] = host.argv(argv)

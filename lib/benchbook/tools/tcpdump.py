@@ -10,6 +10,7 @@ tcpdump's closing lines on stderr are parsed into counts::
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import BenchbookError
-from benchbook.tools.host import Host, RunningCommand
+from benchbook.tools.host import Host, RunningCommand, describe_exit
 
+FULL_BELOW_BYTES = 64 * 1024   # a file system with less free space than this after a capture counts as full
 _STAT_RE = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|dropped by interface)\s*$")
 
 
@@ -66,10 +68,34 @@ class Capture:
                                f"{self.command.output('stderr').strip()}")
 
     def stop(self, timeout_s: float = 20.0) -> dict[str, Any]:
+        ended_early = self.command.poll() is not None
         code = self.command.interrupt_and_wait(timeout_s)
         self.stats = {**parse_stats(self.command.output("stderr")), "file": str(self.path), "argv": self.argv,
-                      "exit_code": code}
+                      "exit_code": code, "ended_before_stop": ended_early}
+        try:
+            self.stats["file_bytes"] = self.path.stat().st_size
+            fs = os.statvfs(self.path.parent)
+            self.stats["fs_free_bytes"] = fs.f_bfree * fs.f_frsize
+        except OSError:
+            self.stats["file_bytes"] = self.stats["fs_free_bytes"] = None
         return self.stats
+
+    def problem(self) -> str | None:
+        """Why the capture file cannot be trusted (after stop), or None: tcpdump ended before it was
+        stopped or with an error, or the file system holding the file is full (tcpdump 4.99 does not
+        report write errors: it counts packets as captured that never reached the file)."""
+        st = self.stats
+        if st.get("ended_before_stop") or st.get("exit_code") not in (0, None):
+            last = [ln.strip() for ln in self.command.lines("stderr") if ln.strip() and not _STAT_RE.match(ln.strip())]
+            early = " before it was stopped," if st.get("ended_before_stop") else ""
+            return (f"tcpdump ({self.path}) ended{early} with {describe_exit(st.get('exit_code'))}"
+                    + (f": {last[-1]}" if last else ""))
+        free = st.get("fs_free_bytes")
+        if free is not None and free < FULL_BELOW_BYTES:
+            return (f"{self.path}: [Errno 28] No space left on device: the file system holding it has {free} bytes "
+                    f"free after tcpdump wrote {st.get('file_bytes')} bytes; tcpdump counted {st.get('captured')} "
+                    f"packets captured but does not report write errors, so the file is incomplete")
+        return None
 
 
 def start_capture(host: Host, argv: list[str], path: Path | str, what: str = "tcpdump") -> Capture:
