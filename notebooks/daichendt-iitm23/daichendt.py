@@ -18,7 +18,8 @@ TABLE1_EVENTS = ("instructions", "branches", "cpu-migrations")
 
 def rate_note(params: lp.ExperimentParams) -> dict[str, str]:
     """The capability line saying how the rates relate to the paper's."""
-    return {"capability": "packet rates", "status": "substituted" if params.backend == "local" else "present",
+    paper = params.backend != "local" and sorted(params.rates_pps) == sorted(PAPER_RATES_PPS)
+    return {"capability": "packet rates", "status": "present" if paper else "substituted",
             "detail": f"paper {' and '.join(f'{r / 1e6:g}' for r in PAPER_RATES_PPS)} Mpkt/s -> "
                       f"{', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"}
 
