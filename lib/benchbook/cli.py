@@ -35,7 +35,7 @@ app = typer.Typer(
 # One module per command group; each defines register(app).
 COMMAND_MODULES = (
     "latency", "hist", "reproduce", "run", "env", "export", "synth", "dataset", "publish", "serve", "tcp",
-    "fairness", "perf", "testbed",
+    "fairness", "perf", "testbed", "cwl",
 )
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,113 @@
+"""`benchbook cwl export|job|run`: the exported latency workflow, run by cwltool without containers on generated
+capture pairs, writes per pair exactly what `benchbook latency --pairs` writes; the run record links the
+CWLProv research object and its Workflow Run RO-Crate, which reads back with rocrate."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchbook.capture.synth import LatencyModel, make_capture_pair
+from benchbook.experiment.record import read_record
+
+BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
+DIV_ID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# summary.json fields that name paths: where the captures were read from (cwltool stages its inputs in a
+# temporary directory) and where hdr.html was written (-o as given)
+PATH_FIELDS = ("pre_file", "post_file", "hdr_html")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(BENCHBOOK + list(args), capture_output=True, text=True, cwd=cwd, timeout=280)
+
+
+def comparable(f: Path) -> bytes | dict:
+    """The bytes of f; for summary.json its JSON without the path fields; for hdr.html its bytes with
+    plotly's random per-write div id blanked."""
+    if f.name == "summary.json":
+        doc = json.loads(f.read_text())
+        for k in PATH_FIELDS:
+            assert k in doc["details"], k
+            doc["details"].pop(k)
+        return doc
+    data = f.read_bytes()
+    return DIV_ID.sub(b"<div-id>", data) if f.name == "hdr.html" else data
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_cwltool_runs_the_latency_workflow_as_the_cli_does(tmp_path):
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    for i in range(2):
+        make_capture_pair(caps / f"pre{i}.pcap", caps / f"post{i}.pcap", 1500, rate_pps=1000,
+                          latency=LatencyModel(base_ns=8000 + 2000 * i, tail_mean_ns=2000, spike_prob=0.002,
+                                               spike_ns=300_000), loss=0.01, seed=60 + i)
+    (tmp_path / "pairs.csv").write_text("pre,post,name\n" + "".join(
+        f"caps/pre{i}.pcap,caps/post{i}.pcap,pair{i}\n" for i in range(2)))
+
+    for args in (["cwl", "export", "-o", "cwl"],
+                 ["cwl", "job", "--pairs", "pairs.csv", "--id-offset", "42", "-o", "job.json"],
+                 ["latency", "--pairs", "pairs.csv", "--id-offset", "42", "-o", "cli"]):
+        done = run(*args, cwd=tmp_path)
+        assert done.returncode == 0, f"{args}: {done.stderr}"
+    done = run("cwl", "run", "cwl/latency-pipeline.cwl", "job.json", "--runs-dir", "runs", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "runs" / "cwl").iterdir()
+    outputs = run_dir / "outputs"
+
+    for name in ("pair0", "pair1"):
+        cli_files = sorted(p.relative_to(tmp_path / "cli" / name) for p in (tmp_path / "cli" / name).rglob("*"))
+        cwl_files = sorted(p.relative_to(outputs / name) for p in (outputs / name).rglob("*"))
+        assert cwl_files == cli_files and len(cli_files) == 5, (cwl_files, cli_files)
+        for rel in cli_files:
+            assert comparable(outputs / name / rel) == comparable(tmp_path / "cli" / name / rel), f"{name}/{rel}"
+        for rel in ("latencies.parquet", "latency.hlog"):
+            assert (outputs / name / rel).read_bytes() == (tmp_path / "cli" / name / rel).read_bytes()
+
+    merged_cli = json.loads((tmp_path / "cli" / "merged.json").read_text())
+    merged_cwl = json.loads((outputs / "merged-hist.json").read_text())
+    for key in ("count", "min_ns", "max_ns", "percentiles_ns"):
+        assert merged_cwl[key] == merged_cli[key], key
+    assert merged_cwl["count"] == sum(merged_cli["pairs"].values())
+    assert (outputs / "merged.hgrm").read_text().startswith("#[StartTime:")
+
+    record = read_record(run_dir)
+    assert record["status"] == "complete" and record["error"] is None
+    assert record["cwl_provenance"]["research_object"] == "provenance"
+    assert record["cwl_provenance"]["crate"] == "crate"
+    assert any(e["path"] == "crate/ro-crate-metadata.json" for e in record["outputs"])
+    assert json.loads((run_dir / "outputs.json").read_text())["merged_json"]["basename"] == "merged-hist.json"
+
+    from rocrate.rocrate import ROCrate
+
+    crate = ROCrate(run_dir / "crate")
+    assert "ComputationalWorkflow" in crate.mainEntity.type
+    actions = {e.get("name").rsplit("#", 1)[-1]: e for e in crate.get_entities() if "CreateAction" in e.type}
+    assert set(actions) == {"main", "main/latency", "main/latency_2", "main/merge_json", "main/merge_text"}
+    results = {r.id for r in actions["main"].get("result")}
+    sha1 = hashlib.sha1((outputs / "merged-hist.json").read_bytes()).hexdigest()
+    assert sha1 in results
+    assert (run_dir / "crate" / sha1).read_bytes() == (outputs / "merged-hist.json").read_bytes()
+
+
+def test_cwl_job_needs_a_key_option(tmp_path):
+    (tmp_path / "pairs.csv").write_text("pre,post,name\n")
+    done = run("cwl", "job", "--pairs", "pairs.csv", "-o", "job.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "give exactly one of --id-offset N or --content-key" in done.stderr
+    assert not (tmp_path / "job.json").exists()
+
+
+def test_cwl_run_refuses_a_missing_job(tmp_path):
+    (tmp_path / "w.cwl").write_text("cwlVersion: v1.2\n")
+    done = run("cwl", "run", "w.cwl", "nojob.yml", "--runs-dir", "runs", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "nojob.yml: job not found" in done.stderr
+    assert not (tmp_path / "runs").exists()
