@@ -168,25 +168,66 @@ def test_loadgen_killed_mid_run(tmp_path):
     assert log["dpdk-testpmd"]["exit_code"] == 0, "the DuT was stopped as usual after the load generator died"
 
 
+class _TokenWatch:
+    """The run tokens this process owns while a block runs (their state files go at teardown)."""
+
+    def __enter__(self) -> set[str]:
+        self.tokens: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self.tokens
+
+    def _watch(self) -> None:
+        mine = os.getpid()
+        while not self._stop.wait(0.02):
+            found = _token_owned_by(lambda pid: pid == mine)
+            if found:
+                self.tokens.add(found[0])
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
 @pytest.mark.root
-def test_capture_directory_full(tmp_path):
+@pytest.mark.parametrize("full", ["capture directory", "output directory"])
+def test_disk_full(tmp_path, full):
     """tcpdump 4.99 counts packets it could not write as captured and exits 0: the full file system is what
-    tells. The capture directory (raw/none) is a 1 MiB tmpfs; the run's other records are on the normal disk."""
+    tells. A 1 MiB tmpfs is mounted as the capture directory (raw/none: the run's other records are on the normal
+    disk and name the cause) or as the whole output directory (then nothing can be recorded there: the error
+    names the file that could not be written); either way the teardown completes and the capture is kept."""
     _needs()
+    import errno
+
     from benchbook.experiment import latency_point as lp
 
-    mnt = tmp_path / "raw" / "none"
+    out = tmp_path / "out"
+    mnt = out / "raw" / "none" if full == "capture directory" else out
     mnt.mkdir(parents=True)
+    thread_errors: list[Any] = []
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "bb-faults-test", str(mnt)], check=True)
+    hook, threading.excepthook = threading.excepthook, thread_errors.append
     try:
-        with pytest.raises(lp.MeasurementFailed) as err:
-            lp.run_experiment(_params(rates_pps=[RATE_PPS], duration_s=4.0, dut_kind="kernel"), tmp_path)
-        assert "No space left on device" in str(err.value)
-        token = json.loads((tmp_path / "latency-points.json").read_text())["points"][0]["testbed"]["token"]
-        p = _check_failed_point(tmp_path, token, "[Errno 28] No space left on device", str(mnt))
-        assert p["point_file_error"] == f"{tmp_path / p['dir'] / 'point.json'}: No space left on device"
-        assert p["captures"]["pre"]["fs_free_bytes"] < 64 * 1024
+        with _TokenWatch() as tokens, pytest.raises((lp.MeasurementFailed, OSError)) as err:
+            lp.run_experiment(_params(duration_s=4.0, dut_kind="kernel"), out)
+        threading.excepthook = hook
+        pre = out / "raw" / "none" / f"rate{RATE_PPS}" / "rep0" / "pre.pcap"
+        assert pre.stat().st_size > 24 + 10 * 76, "the capture written before the disk filled is kept"
+        if full == "capture directory":
+            assert isinstance(err.value, lp.MeasurementFailed) and "No space left on device" in str(err.value)
+            (token,) = tokens
+            p = _check_failed_point(out, token, f"{pre}: [Errno 28] No space left on device")
+            assert p["point_file_error"] == f"{out / p['dir'] / 'point.json'}: No space left on device"
+            assert p["captures"]["pre"]["fs_free_bytes"] < 64 * 1024
+        else:
+            assert isinstance(err.value, OSError) and err.value.errno == errno.ENOSPC
+            assert err.value.filename == str(out / "latency-points.json")
+        assert thread_errors == [], "no thread of the command log died on the full disk"
+        assert len(tokens) == 1
+        _assert_nothing_left(*tokens)
     finally:
+        threading.excepthook = hook
         subprocess.run(["umount", str(mnt)], check=True)
     assert str(mnt) not in Path("/proc/self/mounts").read_text()
 
@@ -253,11 +294,10 @@ def test_sigkill_of_reproduce_is_cleaned_up_and_recorded_interrupted(tmp_path):
     _wait(lambda: not any(Path(f"/proc/{k}").exists() for k in kernels), 30, "the orphaned kernel to exit")
     run = _run_dir(tmp_path)
     assert read_record(run)["status"] == "running", "nothing could finish the record"
+    sweep_leftovers()  # what the next measurement on this host does first (the run's tcpdumps wrote until now)
+    _assert_nothing_left(token)
     pre = run / "raw" / "none" / f"rate{RATE_PPS}" / "rep0" / "pre.pcap"
     size = pre.stat().st_size
-
-    sweep_leftovers()  # what the next measurement on this host does first
-    _assert_nothing_left(token)
 
     nxt = _reproduce(tmp_path, "--dry-run")
     out, _ = nxt.communicate(timeout=120)

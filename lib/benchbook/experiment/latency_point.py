@@ -110,7 +110,7 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
     d = _point_dir(out_dir, mode, rate_pps, rep)
     d.mkdir(parents=True, exist_ok=True)
     log = log or CommandLog(out_dir / "raw")
-    first = len(log.records)
+    first, first_lost = len(log.records), len(log.write_errors)
     rec: dict[str, Any] = {"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "failed",
                            "dut_kind": params.dut_kind, "frame_size": params.frame_size,
                            "duration_s": params.duration_s, "dir": str(d.relative_to(out_dir))}
@@ -163,6 +163,11 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
         rec["error"] = f"{type(exc).__name__}: {exc}"
         rec["traceback"] = traceback.format_exc()
     rec["commands"] = _command_range(log, first)
+    lost = log.write_errors[first_lost:]
+    if lost:  # e.g. a full disk: what the log misses is named; the point is not complete without it
+        rec["log_write_errors"] = lost
+        if rec["status"] == "complete":
+            rec["status"], rec["error"] = "failed", f"the command log is incomplete: {lost[0]}"
     rec["wall_s"] = round(time.time() - t0, 3)
     try:
         (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))

@@ -67,7 +67,8 @@ def json_safe(data: Any) -> Any:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON via a temporary file in the same directory, fsync, and rename it into place;
-    always valid JSON (non-finite floats as strings, see json_safe)."""
+    always valid JSON (non-finite floats as strings, see json_safe). An OSError names ``path``
+    (e.g. "[Errno 28] No space left on device: '<path>'"); the previous file is then unchanged."""
     path = Path(path)
     data = json_safe(data)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -78,6 +79,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -14,7 +14,9 @@ Every command goes into the host's `CommandLog`, one format for all of them. Wit
     <dir>/cmd/<n>.stdout        what the command printed (paths in the JSON are relative to <dir>)
     <dir>/cmd/<n>.stderr
 
-Without a directory the records stay in memory (the output is in the returned result).
+Without a directory the records stay in memory (the output is in the returned result). A file of
+the log that cannot be written (a full disk) never stops a command or a teardown: the record stays in
+memory and ``CommandLog.write_errors`` names the file and the error.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class CommandLog:
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = Path(directory) if directory is not None else None
         self.records: list[CommandRecord] = []
+        self.write_errors: list[str] = []   # "<file>: [Errno n] <reason>" for each log file not written
         self._lock = threading.Lock()
         if self.directory is not None:
             (self.directory / "cmd").mkdir(parents=True, exist_ok=True)
@@ -111,8 +114,26 @@ class CommandLog:
         rec.exit_code, rec.seconds = exit_code, seconds
         if self.directory is None:
             return
-        with self._lock, open(self.directory / "commands.jsonl", "a") as fh:
-            fh.write(json.dumps(rec.as_dict()) + "\n")
+        path = self.directory / "commands.jsonl"
+        with self._lock:
+            try:
+                with open(path, "a") as fh:
+                    fh.write(json.dumps(rec.as_dict()) + "\n")
+            except OSError as exc:
+                self.write_errors.append(_write_error(path, exc))
+
+    def write_output(self, rel: str | None, text: str) -> None:
+        """A command's output file (cmd/<n>.stdout|stderr), when the log has a directory."""
+        p = self.path(rel)
+        if p is not None:
+            try:
+                p.write_text(text)
+            except OSError as exc:
+                self.note_write_error(p, exc)
+
+    def note_write_error(self, path: Path, exc: OSError) -> None:
+        with self._lock:
+            self.write_errors.append(_write_error(path, exc))
 
     @property
     def commands(self) -> list[str]:
@@ -122,6 +143,10 @@ class CommandLog:
     def since(self, n: int) -> list[CommandRecord]:
         """Records after the first ``n`` (e.g. ``len(log.records)`` taken before a step)."""
         return self.records[n:]
+
+
+def _write_error(path: Path, exc: OSError) -> str:
+    return f"{path}: [Errno {exc.errno}] {exc.strerror}"
 
 
 def read_command_log(directory: Path | str) -> list[dict[str, Any]]:
@@ -182,21 +207,41 @@ class RunningCommand:
         return self.proc.pid
 
     def _read(self, name: str, stream: IO[str], out_path: Path | None) -> None:
-        fh = open(out_path, "w") if out_path is not None else None
+        fh: IO[str] | None = None
         try:
-            for line in stream:
+            fh = open(out_path, "w") if out_path is not None else None
+        except OSError as exc:
+            self._write_failed(out_path, exc, None)
+        try:
+            for line in stream:  # read to the end even when the file cannot be written: the pipe must not fill
                 if fh is not None:
-                    fh.write(line)
-                    fh.flush()
+                    try:
+                        fh.write(line)
+                        fh.flush()
+                    except OSError as exc:
+                        fh = self._write_failed(out_path, exc, fh)
                 with self._changed:
                     self._text[name].append(line)
                     self._changed.notify_all()
         finally:
             if fh is not None:
-                fh.close()
+                try:
+                    fh.close()
+                except OSError as exc:
+                    self._write_failed(out_path, exc, None)
             with self._changed:
                 self._open_streams -= 1
                 self._changed.notify_all()
+
+    def _write_failed(self, path: Path | None, exc: OSError, fh: IO[str] | None) -> None:
+        """Note a log file that could not be written; close it without writing more."""
+        self.log.note_write_error(Path(str(path)), exc)
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass  # its buffered data cannot be written either
+        return None
 
     def output(self, stream: str = "stdout") -> str:
         """What the command printed on ``stream`` so far."""
@@ -307,9 +352,7 @@ def run_logged(host_name: str, log: CommandLog, full: list[str], *, check: bool,
         raise
     seconds = time.monotonic() - t0
     for rel, text in ((rec.stdout, out), (rec.stderr, err)):
-        p = log.path(rel)
-        if p is not None:
-            p.write_text(text or "")
+        log.write_output(rel, text or "")
     log.end(rec, code, seconds)
     if check and code != 0:
         raise CommandError(full, code, err or "", host_name)
