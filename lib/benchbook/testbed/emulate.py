@@ -2,9 +2,11 @@
 
 ``emulate(inventory_path)`` (as root) starts the three hosts of the ssh backend's inventory -
 loadgen, dut, timestamper - as namespaces ``bb-<token>-lg``, ``bb-<token>-dut``, ``bb-<token>-ts``.
-Each host has a management veth pair to this machine's root namespace (``bb-<token>-m<role>`` on
-this side, ``mgmt`` inside, a /30 of 100.64.0.0/10 per host) on which its own ``/usr/sbin/sshd``
-listens, and the data plane of the experiment, cabled like the paper's set-up::
+Each host has a management veth pair (``bb-<token>-m<role>`` on this side, ``mgmt`` inside) to the
+run's management bridge ``bb-<token>-mbr`` in this machine's root namespace, which holds the first
+address of the run's /28 of 100.64.0.0/10 (the hosts' default gateway); the hosts reach each other
+over the bridge (no forwarding is enabled). Each host's own ``/usr/sbin/sshd`` listens on its
+``mgmt`` address. The data plane of the experiment is cabled like the paper's set-up::
 
     lg:lg0 -- ts:tpa  [bridge bpre]  ts:tpb -- dut:din      (the tap before the DuT)
     dut:dout -- ts:tqa [bridge bpost] ts:tqb -- lg:lg1      (the tap after the DuT, back to the loadgen)
@@ -74,7 +76,7 @@ class EmulatedHost:
     role: str
     netns: str
     address: str          # inside the namespace (sshd listens here)
-    gateway: str          # this machine's end of the management link
+    gateway: str          # this machine's address on the management bridge
     mgmt_link: str        # the root-namespace end of the management veth
 
 
@@ -96,7 +98,7 @@ class EmulatedTestbed:
 
 
 def _mgmt_block(token: str) -> ipaddress.IPv4Address:
-    """The first address of this run's /28 in 100.64.0.0/10 (three /30s, one per host)."""
+    """The network address of this run's /28 in 100.64.0.0/10 (+1: this machine, +2..+4: the hosts)."""
     blocks = MGMT_NET.num_addresses // 16
     return MGMT_NET.network_address + (int(token, 16) % blocks) * 16  # type: ignore[return-value]
 
@@ -129,7 +131,8 @@ def inventory_text(tb: EmulatedTestbed, cores: int) -> str:
     lines = ["# benchbook testbed emulate: three hosts emulated on this machine (network namespaces, one sshd each).",
              f"# Remove them with: benchbook testbed down {tb.inventory}", "",
              "[testbed]", f'name = "emulated-{tb.token}"',
-             'ssh_options = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]',
+             'ssh_options = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "-o", "ServerAliveInterval=2", '
+             '"-o", "ServerAliveCountMax=3"]',
              f'known_hosts = "{tb.known_hosts}"', "",
              "[emulated]", f'token = "{tb.token}"', f'run_dir = "{tb.run_dir}"', ""]
     for role, short in ROLES.items():
@@ -163,13 +166,13 @@ def emulate(inventory: Path | str, *, ready_timeout_s: float = 30.0, log: Comman
     while True:
         token = new_token()
         base = _mgmt_block(token)
-        if not {str(base + 4 * i + k) for i in range(3) for k in (1, 2)} & used:
+        if not {str(base + k) for k in range(1, 5)} & used:
             break
     run_dir = emulated_root() / token
     tb = EmulatedTestbed(token=token, run_dir=run_dir, inventory=inv)
     for i, (role, short) in enumerate(ROLES.items()):
-        tb.hosts[role] = EmulatedHost(role=role, netns=make_name(token, short), address=str(base + 4 * i + 2),
-                                      gateway=str(base + 4 * i + 1),
+        tb.hosts[role] = EmulatedHost(role=role, netns=make_name(token, short), address=str(base + 2 + i),
+                                      gateway=str(base + 1),
                                       mgmt_link=make_name(token, f"m{short}", interface=True))
     st = run_state.RunState(token=token, owner_start=run_state.process_start_ticks(os.getpid()))
     st.save()
@@ -225,6 +228,10 @@ def _prepare_files(tb: EmulatedTestbed, host: LocalHost) -> None:
 
 def _build_network(tb: EmulatedTestbed, host: LocalHost) -> None:
     ns = {r: h.netns for r, h in tb.hosts.items()}
+    bridge = make_name(tb.token, "mbr", interface=True)
+    host.run(["ip", "link", "add", bridge, "type", "bridge", "stp_state", "0", "forward_delay", "0"])
+    host.run(["ip", "addr", "add", f"{next(iter(tb.hosts.values())).gateway}/28", "dev", bridge])
+    host.run(["ip", "link", "set", bridge, "up"])
     for role, h in tb.hosts.items():
         host.run(["ip", "netns", "add", h.netns])
         inside = LocalHost(name=role, netns=h.netns, log=host.log)
@@ -232,9 +239,9 @@ def _build_network(tb: EmulatedTestbed, host: LocalHost) -> None:
         inside.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
         inside.run(["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         host.run(["ip", "link", "add", h.mgmt_link, "type", "veth", "peer", "name", "mgmt", "netns", h.netns])
-        host.run(["ip", "addr", "add", f"{h.gateway}/30", "dev", h.mgmt_link])
+        host.run(["ip", "link", "set", h.mgmt_link, "master", bridge])
         host.run(["ip", "link", "set", h.mgmt_link, "up"])
-        inside.run(["ip", "addr", "add", f"{h.address}/30", "dev", "mgmt"])
+        inside.run(["ip", "addr", "add", f"{h.address}/28", "dev", "mgmt"])
         inside.run(["ip", "link", "set", "mgmt", "up"])
         inside.run(["ip", "route", "add", "default", "via", h.gateway])
     for (ra, a), (rb, b) in DATA_LINKS:

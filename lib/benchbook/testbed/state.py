@@ -32,8 +32,15 @@ def process_start_ticks(pid: int) -> int | None:
 
 
 def process_alive(pid: int, start_ticks: int | None) -> bool:
+    """The process runs (a zombie, dead but not yet reaped by its parent, does not)."""
     st = process_start_ticks(pid)
-    return st is not None and (start_ticks is None or st == start_ticks)
+    if st is None or (start_ticks is not None and st != start_ticks):
+        return False
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return raw[raw.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 @dataclass
