@@ -73,6 +73,23 @@ def test_pinned_host_keys_are_checked_strictly(emulated, tmp_path):
     assert "UserKnownHostsFile" in " ".join(opts) and "accept-new" not in " ".join(opts)
 
 
+def test_dask_ssh_cluster_on_the_emulated_hosts(emulated):
+    """benchbook.engine's --ssh-cluster: scheduler and workers started over asyncssh with the client key and the
+    pinned known_hosts; one worker per host, each in its host's namespace with that host's HOME."""
+    pytest.importorskip("asyncssh")
+    from benchbook.engine.cluster import DaskEngine
+
+    engine = DaskEngine(ssh_inventory=emulated.inventory)
+    try:
+        addresses = {h.address for h in emulated.hosts.values()}
+        workers = engine.client.run(lambda: os.environ.get("HOME"))
+        assert {w.split("//")[1].rsplit(":", 1)[0] for w in workers} == addresses
+        assert sorted(workers.values()) == sorted(str(emulated.run_dir / r / "home") for r in emulated.hosts)
+        assert engine.client.submit(lambda x: x * 2, 21).result(timeout=30) == 42
+    finally:
+        engine.close()
+
+
 def test_reproduce_fig3_over_ssh(emulated, tmp_path):
     t0 = time.monotonic()
     r = subprocess.run([BENCHBOOK, "reproduce", "daichendt-iitm23-fig3", "--runs-dir", str(tmp_path),

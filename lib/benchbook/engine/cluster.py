@@ -179,7 +179,7 @@ def ssh_cluster_arguments(inventory: str | os.PathLike, remote_python: str | Non
     from benchbook.testbed.ssh import Inventory
 
     inv = Inventory.from_toml(Path(inventory))
-    known = known_hosts_file(inv.ssh_options) or os.path.expanduser("~/.ssh/known_hosts")
+    known = inv.known_hosts or known_hosts_file(inv.ssh_options) or os.path.expanduser("~/.ssh/known_hosts")
     if not Path(known).is_file():
         raise EngineError(f"{inventory}: known hosts file {known} not found; host keys are always checked "
                           "(give -o UserKnownHostsFile=FILE in [testbed] ssh_options)")
