@@ -205,7 +205,7 @@ def pair_task(pre: str, post: str, final: str, key, max_latency_ns: int, window:
 def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window: int, html: bool,
                    engine: str | None, scheduler: str | None, ssh_cluster: Path | None) -> None:
     from benchbook.analysis.latency_report import OUTPUT_FILES
-    from benchbook.engine import EngineError, Task, engine_spec, install, open_engine, remove_attempts
+    from benchbook.engine import EngineError, Task, engine_spec, open_engine, run_installing
 
     try:
         spec = engine_spec(engine, scheduler, ssh_cluster)
@@ -215,8 +215,6 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
         raise typer.Exit(2) from None
     out = out.absolute()
     finals = {name: out / name for _pre, _post, name in pairs}
-    for final in finals.values():
-        remove_attempts(final)
     tasks = [Task(name, pair_task, (str(pre), str(post), str(finals[name]), key, max_latency_ns, window, html))
              for pre, post, name in pairs]
     summaries: dict[str, dict] = {}
@@ -224,19 +222,14 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
     try:
         with open_engine(spec) as eng:
             typer.echo(f"engine: {spec.describe()}, {len(tasks)} pairs", err=True)
-            for o in eng.run(tasks):
+            for o in run_installing(eng, tasks, finals, OUTPUT_FILES):
                 if o.ok:
-                    install(o.value["attempt"], finals[o.key], OUTPUT_FILES)
                     summaries[o.key] = o.value["summary"]
                 else:
                     failed[o.key] = o.error or "failed"
-                remove_attempts(finals[o.key])
     except EngineError as exc:
         typer.echo(f"benchbook latency: error: {exc}", err=True)
         raise typer.Exit(1) from None
-    finally:
-        for final in finals.values():
-            remove_attempts(final)
     for _pre, _post, name in pairs:
         if name in summaries:
             s = summaries[name]

@@ -14,9 +14,10 @@ from benchbook.engine.tasks import (
     attempt_dir,
     install,
     remove_attempts,
+    run_installing,
 )
 
 __all__ = [
     "EngineError", "EngineSpec", "MeasurementAlreadyStarted", "Outcome", "Task", "attempt_dir", "engine_spec",
-    "install", "open_engine", "remove_attempts",
+    "install", "open_engine", "remove_attempts", "run_installing",
 ]

@@ -19,7 +19,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -127,3 +127,25 @@ def remove_attempts(final: str | os.PathLike) -> list[Path]:
         shutil.rmtree(p, ignore_errors=True)
         gone.append(p)
     return gone
+
+
+def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
+                   names: Iterable[str] = ()) -> Iterator[Outcome]:
+    """Run tasks whose value is a dict with ``"attempt"`` (a path attempt_dir gave): each finished attempt is
+    installed into ``finals[task.key]`` before its Outcome is yielded; attempt directories left beside a
+    final (by earlier runs, lost workers or failed attempts) are removed before, during and after."""
+    names = tuple(names)
+    for final in finals.values():
+        remove_attempts(final)
+    try:
+        for o in engine.run(tasks):
+            if o.ok:
+                try:
+                    install(o.value["attempt"], finals[o.key], names)
+                except (OSError, EngineError) as exc:
+                    o.ok, o.error = False, f"{type(exc).__name__}: {exc}"
+            remove_attempts(finals[o.key])
+            yield o
+    finally:
+        for final in finals.values():
+            remove_attempts(final)
