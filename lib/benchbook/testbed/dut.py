@@ -106,8 +106,9 @@ def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str =
         dut.stats = tp.stop()
         dut.stats["log_tail"] = "".join(tp.lines[-60:])
     if ended is not None:
-        raise DutError(f"dpdk-testpmd (pid {tp.pid}) ended during the measurement with {describe_exit(ended)}; "
-                       f"its output is in the command log")
+        out = tp.command.log.path(tp.command.record.stdout)
+        raise DutError(f"dpdk-testpmd (pid {tp.pid}) ended during the measurement ({describe_exit(ended)})"
+                       + (f"; its output: {out}" if out is not None else ""))
 
 
 def _read_counter(testbed: Any, ifname: str, name: str) -> int | None:
