@@ -41,8 +41,8 @@ from benchbook.testbed.capabilities import (
 )
 from benchbook.testbed.local import LocalBackend, LocalTestbed
 from benchbook.testbed.topology import Topology, dumbbell
-from benchbook.tools import delayline, iperf3, tc
-from benchbook.tools.host import CommandLog
+from benchbook.tools import delayline, iperf3, ss, tc
+from benchbook.tools.host import CommandLog, LocalHost
 
 BASE_PORT = 5201
 CALIBRATION_PORT = 5301
@@ -284,34 +284,45 @@ class Dumbbell:
         for role, argv in self.configure_commands():
             tb.host(role).run(argv)
 
-    def run_flows(self, duration_s: int, interval_s: float = 0.3, start_gap_s: float = 0.0) -> dict[str, Any]:
+    def run_flows(self, duration_s: int, interval_s: float = 0.3, start_gap_s: float = 0.0,
+                  ss_interval_s: float | None = None) -> dict[str, Any]:
         """Start one server per flow on the receiver, then every client (``start_gap_s`` apart); wait for
-        all; returns per-flow results, bottleneck qdisc statistics and the settings the run depended on."""
+        all; returns per-flow results, bottleneck qdisc statistics and the settings the run depended on.
+        With ``ss_interval_s``, ``ss -tin`` samples every sender's sockets towards its server port at that
+        interval while the flows run (result "ss": flow index -> samples; the iperf3 control connection
+        is among them, told apart by its few bytes)."""
         tb = self.tb
         assert tb is not None
         rcv = tb.host("rcv")
         for i in range(1, len(self.flows) + 1):
             iperf3.start_server(rcv, BASE_PORT + i)
-        clients = []
-        t0 = time.time()
-        for i, flow in enumerate(self.flows, 1):
-            argv = iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=flow.cca,
-                                      interval_s=interval_s)
-            clients.append(iperf3.start_client(tb.host(f"s{i}"), argv, what=f"iperf3 flow {i} ({flow.cca})"))
-            if start_gap_s:
-                time.sleep(start_gap_s)
-        results = []
-        for i, (flow, cl) in enumerate(zip(self.flows, clients, strict=True), 1):
-            rep = cl.wait(timeout_s=duration_s + 60 + start_gap_s * len(self.flows))
-            if rep.cca_sender != flow.cca:
-                raise NotRunnable(f"flow {i}: asked for {flow.cca}, iperf3 reports {rep.cca_sender}")
-            results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
-                                      cl.command.output("stdout")))
+        samplers = {}
+        if ss_interval_s:
+            samplers = {i: ss.Sampler(LocalHost(name=f"s{i}", netns=tb.netns(f"s{i}")), ss_interval_s,
+                                      f"dport = :{BASE_PORT + i}").start() for i in range(1, len(self.flows) + 1)}
+        try:
+            clients = []
+            t0 = time.time()
+            for i, flow in enumerate(self.flows, 1):
+                argv = iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=flow.cca,
+                                          interval_s=interval_s)
+                clients.append(iperf3.start_client(tb.host(f"s{i}"), argv, what=f"iperf3 flow {i} ({flow.cca})"))
+                if start_gap_s:
+                    time.sleep(start_gap_s)
+            results = []
+            for i, (flow, cl) in enumerate(zip(self.flows, clients, strict=True), 1):
+                rep = cl.wait(timeout_s=duration_s + 60 + start_gap_s * len(self.flows))
+                if rep.cca_sender != flow.cca:
+                    raise NotRunnable(f"flow {i}: asked for {flow.cca}, iperf3 reports {rep.cca_sender}")
+                results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
+                                          cl.command.output("stdout")))
+        finally:
+            ss_samples = {i: s.stop() for i, s in samplers.items()}
         stats = tc.qdisc_stats(tb.host("rtr"), self.ifname("rb"))
         for i, dl in self.delay_lines.items():
             self.delay_line_record[i]["after_run"] = dl.stats()
         return {"flows": results, "qdisc": [q.as_dict() for q in stats], "started_unix_s": t0,
-                "record": self.record()}
+                "record": self.record(), "ss": ss_samples}
 
     def record(self) -> dict[str, Any]:
         """What the run record keeps about the emulation."""

@@ -1,0 +1,311 @@
+"""Geist & Jaeger (IITM WS 2018/19), Figs. 1 and 4: the congestion window of one Reno / Cubic flow over time.
+
+Imported by cwnd-shapes.ipynb beside it. One flow per congestion control runs alone through the local
+dumbbell (:mod:`benchbook.testbed.dumbbell`), ``ss -tin`` samples its socket in the sender namespace,
+and the shape of the window is measured:
+
+- loss epochs: a loss shows as a decline of the window below 90 % of its peak since the previous one;
+  the epoch's reduction is the smallest window after it over the peak before it;
+- Reno: how straight the increase between losses is (R^2 of a least-squares line from the epoch's
+  smallest window to its end) and the increase per RTT;
+- Cubic: a cubic polynomial fitted to each epoch's growth; its inflection point (slowest growth)
+  against W_max (concave below, convex above), the window the kernel aims for: the window at the last loss, or with fast
+  convergence (a loss below the previous W_max) that window times (1 + beta) / 2, beta = 717/1024;
+  sampled peaks may miss the window at the loss, so both comparisons allow PEAK_SLACK;
+- BBR (benchbook's extension, not in the paper): the ProbeBW gain cycle seen in ``pacing_gain``.
+
+Published numbers come only from the entry TOMLs of this folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbook.testbed.capabilities import NotRunnable
+from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
+from benchbook.tools import ss
+from benchbook.tools.host import CommandLog
+
+CUBIC_BETA = 717 / 1024          # Linux tcp_cubic's multiplicative decrease (beta_scale 1024)
+MIN_EPOCH_SAMPLES = 10
+PEAK_SLACK = 0.02                # a sampled peak may miss the window at the loss by this fraction
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def link_for(rate_mbps: float, delay_ms: float, buffer_bdp: float) -> LinkSpec:
+    """The bottleneck with a FIFO of ``buffer_bdp`` bandwidth-delay products (1514-byte packets)."""
+    bdp_packets = rate_mbps * 1e6 * delay_ms / 1000 / 8 / 1514
+    return LinkSpec(rate_bps=int(rate_mbps * 1e6), buffer_packets=max(2, int(round(buffer_bdp * bdp_packets))),
+                    delay_ms=float(delay_ms))
+
+
+def dry_run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s: float, output_dir: Path | str) -> Path:
+    lines = []
+    for cca in ccas:
+        lines.append(f"# {cca}: one flow alone, ss -tin every {sample_interval_s * 1000:g} ms in s1 "
+                     "(token 000000 stands for the run token)")
+        lines += Dumbbell(link, [FlowSpec(cca)]).dry_run(duration_s, 1.0)
+        lines.append(f"[s1] {' '.join(ss.argv(f'dport = :{BASE_PORT + 1}'))}   (repeated while the flow runs)")
+    path = Path(output_dir) / "dry-run.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s: float, output_dir: Path | str,
+        progress: Any = print) -> dict[str, Any]:
+    """One run per congestion control; raw/<cca>/ holds the iperf3 report, the ss samples (JSON lines)
+    and every command; metrics.json and capabilities.json the emulation record."""
+    out = Path(output_dir)
+    runs: dict[str, Any] = {}
+    not_runnable: dict[str, str] = {}
+    record: dict[str, Any] = {}
+    for cca in ccas:
+        d = out / "raw" / cca
+        d.mkdir(parents=True, exist_ok=True)
+        progress(f"{cca}: one flow for {duration_s} s, ss every {sample_interval_s * 1000:g} ms")
+        try:
+            with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(d)) as db:
+                res = db.run_flows(duration_s, 1.0, ss_interval_s=sample_interval_s)
+        except NotRunnable as exc:
+            not_runnable[cca] = str(exc)
+            progress(f"{cca}: not runnable: {exc}")
+            continue
+        record = res["record"]
+        flow = res["flows"][0]
+        (d / "iperf3.json").write_text(flow.raw_json)
+        samples = res["ss"][1]
+        with open(d / "ss-samples.jsonl", "w") as fh:
+            for s in samples:
+                fh.write(json.dumps(s) + "\n")
+        runs[cca] = {"dir": str(d.relative_to(out)), "token": (record.get("topology") or {}).get("token"),
+                     "samples": len(samples), "receiver_bps": flow.receiver_bps,
+                     "retransmits": flow.report.total_retransmits(), "qdisc": res["qdisc"]}
+    result = {"ccas": ccas, "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets,
+                                     "delay_ms": link.delay_ms}, "duration_s": duration_s,
+              "sample_interval_s": sample_interval_s, "runs": runs, "not_runnable": not_runnable,
+              "output_dir": str(out)}
+    _write_json(out / "metrics.json", {**result, "link_emulation": record})
+    caps = list(record.get("capabilities", []))
+    caps += [{"capability": f"congestion control {c}", "status": "missing", "detail": why}
+             for c, why in not_runnable.items()]
+    _write_json(out / "capabilities.json", caps)
+    return result
+
+
+def cwnd_series(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The data socket's samples (the iperf3 control connection is the one with fewer bytes acked):
+    t_s from the first sample, cwnd and ssthresh in segments (ssthresh NaN until the first reduction),
+    rtt_ms, pacing_gain (BBR, else NaN)."""
+    rows = [json.loads(line) for line in (Path(output_dir) / run_info["dir"] / "ss-samples.jsonl").open()]
+    rows = [r for r in rows if "cwnd" in r]
+    if not rows:
+        return {k: np.array([]) for k in ("t_s", "cwnd", "ssthresh", "rtt_ms", "pacing_gain")}
+    acked: dict[int, int] = {}
+    for r in rows:
+        acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
+    port = max(acked, key=lambda p: acked[p])
+    rows = [r for r in rows if r["local_port"] == port]
+    t0 = rows[0]["t_ns"]
+    col = lambda key: np.array([float(r.get(key, np.nan)) for r in rows])  # noqa: E731
+    return {"t_s": np.array([(r["t_ns"] - t0) / 1e9 for r in rows]), "cwnd": col("cwnd"),
+            "ssthresh": col("ssthresh"), "rtt_ms": col("rtt_ms"), "pacing_gain": col("bbr_pacing_gain")}
+
+
+def epochs(s: dict[str, np.ndarray], drop: float = 0.9) -> list[dict[str, Any]]:
+    """Loss epochs: each starts where the window begins a decline that ends below ``drop`` times its
+    largest value since the previous epoch (a loss; ssthresh may keep its value when the window peaks
+    at the same size again) and ends where the next begins. Per epoch: start and end index (exclusive),
+    t_s, peak_before, min_after and its index."""
+    cw = s["cwnd"]
+    out: list[dict[str, Any]] = []
+    peak, k = float(cw[0]), 1
+    while k < cw.size:
+        if cw[k] < cw[k - 1]:
+            j = k
+            while k + 1 < cw.size and cw[k + 1] <= cw[k]:
+                k += 1
+            if cw[k] < drop * peak:
+                out.append({"start": j, "t_s": float(s["t_s"][j]), "peak_before": peak})
+                peak = float(cw[k])
+        peak = max(peak, float(cw[k]))
+        k += 1
+    for n, e in enumerate(out):
+        e["end"] = out[n + 1]["start"] if n + 1 < len(out) else cw.size
+        e["i_min"] = e["start"] + int(np.argmin(cw[e["start"]:e["end"]]))
+        e["min_after"] = float(cw[e["i_min"]])
+    return out
+
+
+def slow_start_end_s(s: dict[str, np.ndarray], eps: list[dict[str, Any]]) -> float | None:
+    """The first loss or the first ssthresh (a slow-start exit without loss, e.g. HyStart), whichever is first."""
+    times = [eps[0]["t_s"]] if eps else []
+    finite = np.nonzero(np.isfinite(s["ssthresh"]))[0]
+    if finite.size:
+        times.append(float(s["t_s"][finite[0]]))
+    return min(times) if times else None
+
+
+def _r2_line(t: np.ndarray, y: np.ndarray) -> float:
+    a, b = np.polyfit(t, y, 1)
+    resid = y - (a * t + b)
+    tot = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - float(np.sum(resid ** 2)) / tot if tot > 0 else float("nan")
+
+
+def reno_shape(s: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Slow-start end, median reduction factor, median R^2 of the linear increase, increase per RTT."""
+    eps = epochs(s)
+    losses = eps
+    r2, per_rtt = [], []
+    for e in losses:
+        sl = slice(e["i_min"], e["end"])
+        t, y = s["t_s"][sl], s["cwnd"][sl]
+        if t.size >= MIN_EPOCH_SAMPLES and np.ptp(y) > 0:
+            r2.append(_r2_line(t, y))
+            per_rtt.append(float(np.polyfit(t, y, 1)[0] * np.nanmean(s["rtt_ms"][sl]) / 1000.0))
+    return {"slow_start_end_s": slow_start_end_s(s, eps), "losses": len(losses),
+            "reduction": [e["min_after"] / e["peak_before"] for e in losses],
+            "reduction_median": float(np.median([e["min_after"] / e["peak_before"] for e in losses])) if losses
+            else None, "linear_r2": r2, "linear_r2_median": float(np.median(r2)) if r2 else None,
+            "increase_per_rtt_median": float(np.median(per_rtt)) if per_rtt else None}
+
+
+def cubic_shape(s: dict[str, np.ndarray], beta: float = CUBIC_BETA) -> dict[str, Any]:
+    """Per loss epoch: W_max (kernel rule with fast convergence) and a cubic fitted to the growth from the
+    epoch's smallest window. An epoch that passes W_max must be concave below and convex above it: leading
+    coefficient > 0 and the inflection (slowest growth) inside the epoch. An epoch whose next loss comes at
+    W_max has no convex part and must be concave up to W_max: leading coefficient > 0 and the inflection
+    not before 90 % of the time the window first reaches W_max. The slowest growth inside the epoch (the
+    inflection, or the end when it lies beyond) is compared with W_max. Epochs that never reach W_max (cut
+    by the run's end) are not judged."""
+    eps = epochs(s)
+    last_max = 0.0
+    judged = []
+    first_wmax_t = None
+    for e in eps:
+        peak = e["peak_before"]
+        last_max = peak * (1 + beta) / 2 if peak < (1 - PEAK_SLACK) * last_max else peak
+        sl = slice(e["i_min"], e["end"])
+        t, y = s["t_s"][sl] - s["t_s"][e["i_min"]], s["cwnd"][sl]
+        reach = (1 - PEAK_SLACK) * last_max
+        passes = bool(y.size and y.max() > (1 + PEAK_SLACK) * last_max)
+        item: dict[str, Any] = {"t_s": e["t_s"], "w_max": last_max, "reduction": e["min_after"] / peak,
+                                "samples": int(t.size), "reaches_w_max": bool(y.size and y.max() >= reach),
+                                "passes_w_max": passes}
+        if item["reaches_w_max"] and first_wmax_t is None:
+            first_wmax_t = float(s["t_s"][e["i_min"]] + t[int(np.argmax(y >= reach))])
+        if t.size >= MIN_EPOCH_SAMPLES and item["reaches_w_max"]:
+            coef = np.polyfit(t, y, 3)
+            t_infl = float(-coef[1] / (3 * coef[0])) if coef[0] != 0 else float("nan")
+            t_reach = float(t[int(np.argmax(y >= reach))])
+            ok = bool(coef[0] > 0 and t_infl >= 0 and (t_infl <= t[-1] if passes else t_infl >= 0.9 * t_reach))
+            t_slow = min(max(t_infl, 0.0), float(t[-1])) if np.isfinite(t_infl) else float(t[-1])
+            item.update({"coef_cubic": float(coef[0]), "t_inflection_s": t_infl, "shape_ok": ok,
+                         "slowest_over_w_max": float(np.polyval(coef, t_slow)) / last_max})
+            judged.append(item)
+        item["judged"] = "shape_ok" in item
+        e["cubic"] = item
+    losses = [e["cubic"] for e in eps]
+    passing = [j for j in judged if j["passes_w_max"]]
+    return {"slow_start_end_s": slow_start_end_s(s, eps), "epochs": losses, "judged": len(judged),
+            "share_shape_ok": (sum(j["shape_ok"] for j in judged) / len(judged)) if judged else None,
+            "slowest_over_w_max_median": float(np.median([j["slowest_over_w_max"] for j in judged])) if judged
+            else None, "passing": len(passing), "passing_convex": sum(j["shape_ok"] for j in passing),
+            "reduction_median": float(np.median([x["reduction"] for x in losses])) if losses else None,
+            "first_w_max_reached_s": first_wmax_t}
+
+
+def bbr_cycle(s: dict[str, np.ndarray]) -> dict[str, Any]:
+    """ProbeBW: the median time between entries into the 1.25 pacing-gain phase over the median RTT
+    (BBR v1 cycles through 8 phases of one min RTT each)."""
+    g = s["pacing_gain"]
+    up = np.isfinite(g) & (np.abs(g - 1.25) < 0.01)
+    starts = s["t_s"][1:][up[1:] & ~up[:-1]]
+    period = float(np.median(np.diff(starts))) if starts.size >= 3 else None
+    rtt = float(np.nanmin(s["rtt_ms"])) if np.isfinite(s["rtt_ms"]).any() else None
+    return {"probe_phases": int(starts.size), "cycle_period_s": period, "min_rtt_ms": rtt,
+            "cycle_over_min_rtt": period / (rtt / 1000.0) if period and rtt else None}
+
+
+def cwnd_figure(s: dict[str, np.ndarray], title: str, marks: list[dict[str, Any]] | None = None,
+                gain: bool = False) -> Any:
+    """cwnd and ssthresh (segments) over time; W_max of each Cubic epoch as a dotted step; BBR's
+    pacing gain on a second axis."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s["t_s"], y=s["cwnd"], mode="lines", name="cwnd (ss -tin)"))
+    fig.add_trace(go.Scatter(x=s["t_s"], y=s["ssthresh"], mode="lines", name="ssthresh", line={"dash": "dot"}))
+    for m in marks or []:
+        fig.add_hline(y=m["w_max"], line={"dash": "dash", "color": "grey", "width": 1})
+    if gain:
+        fig.add_trace(go.Scatter(x=s["t_s"], y=s["pacing_gain"], mode="lines", name="BBR pacing gain",
+                                 yaxis="y2", line={"width": 1}))
+        fig.update_layout(yaxis2={"title": "pacing gain", "overlaying": "y", "side": "right"})
+    fig.update_layout(title=title, xaxis_title="Time [s]", yaxis_title="Congestion window [segments]")
+    return fig
+
+
+def add_verdict_rows(verdict: Any, result: dict[str, Any], shapes: dict[str, dict[str, Any]], figure: str) -> None:
+    link = result["link"]
+    setup = (f"{link['rate_bps'] / 1e6:g} Mbit/s, +{link['delay_ms']:g} ms, FIFO {link['buffer_packets']} packets, "
+             f"one {result['duration_s']} s run")
+    if figure == "fig1":
+        _rows(verdict, result, "reno", shapes.get("reno"), setup, [
+            ("Fig. 1 (Reno): end of slow start", "slow_start_end_s", None),
+            ("Fig. 1 (Reno): cwnd after a loss / cwnd before it", "reduction_median", "losses"),
+            ("Fig. 1 (Reno): straightness of the increase between losses (R^2 of a line)", "linear_r2_median",
+             "losses")])
+        r = shapes.get("reno")
+        if r:
+            verdict.add("Reno: increase per RTT between losses", None, r["increase_per_rtt_median"], "segments",
+                        result["runs"]["reno"]["dir"], "info", "median over loss epochs of the fitted slope times "
+                        "the mean sampled RTT (RFC 5681: about one segment per RTT)")
+        return
+    _rows(verdict, result, "cubic", shapes.get("cubic"), setup, [
+        ("Fig. 4 (Cubic): W_max reached again", "first_w_max_reached_s", None),
+        ("Fig. 4 (Cubic): cwnd at the slowest growth / W_max", "slowest_over_w_max_median", "judged"),
+        ("Fig. 4 (Cubic): share of epochs concave up to W_max and convex beyond it", "share_shape_ok", "judged")])
+    c = shapes.get("cubic")
+    if c:
+        verdict.add("Cubic: epochs that pass W_max and are convex beyond it", None, c["passing_convex"], "",
+                    result["runs"]["cubic"]["dir"], "info", f"of {c['passing']} epoch(s) that pass W_max (the others "
+                    "end with a loss at W_max, where the link is full, and have no convex part)")
+        verdict.add("Cubic: cwnd after a loss / cwnd before it", None, c["reduction_median"], "",
+                    result["runs"]["cubic"]["dir"], "info", "the text says Cubic 'behaves similarly [to Reno] when "
+                    f"receiving a lost packet'; Linux's cubic multiplies by beta = 717/1024 ({CUBIC_BETA:.3f})")
+    b = shapes.get("bbr")
+    if b is not None:
+        verdict.add("BBR (benchbook's extension): ProbeBW gain cycle / min RTT", None, b["cycle_over_min_rtt"], "",
+                    result["runs"]["bbr"]["dir"], "info", f"{b['probe_phases']} entries into pacing gain 1.25 "
+                    "seen in ss samples; BBR v1 cycles 8 phases of one min RTT (not in the paper)")
+    elif "bbr" in result["ccas"]:
+        verdict.add("BBR (benchbook's extension): ProbeBW gain cycle / min RTT", None, None, "", "", "info",
+                    f"not run: {result['not_runnable'].get('bbr', 'no run')}")
+
+
+def _rows(verdict: Any, result: dict[str, Any], cca: str, shape: dict[str, Any] | None, setup: str,
+          rows: list[tuple[str, str, str | None]]) -> None:
+    runs = result["runs"].get(cca, {}).get("dir", "")
+    for name, key, count in rows:
+        pv = verdict.entry.published_value(name)
+        if shape is None:
+            verdict.not_derivable(pv, f"not derivable here: {result['not_runnable'].get(cca, 'no completed run')}")
+        elif count is None:
+            verdict.not_derivable(pv, "not derivable: the paper states no link rate, RTT or buffer, and this time "
+                                      "depends on them; measured here: "
+                                      + (f"{shape[key]:.2f} s" if shape[key] is not None else "never") + f" ({setup})")
+        else:
+            verdict.check(pv, shape[key], runs, f"{count}: {shape[count]} epoch(s) ({setup})")
