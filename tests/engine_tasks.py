@@ -24,3 +24,9 @@ def write_slowly(final: str, log: str, key: str, sleep_s: float) -> dict:
 def exit_worker() -> None:
     """End the worker process at once, as a crashing native library would."""
     os._exit(3)
+
+
+def slow_first_start(final: str, log: str, key: str, first_s: float, again_s: float) -> dict:
+    """Like write_slowly, but only the first start of ``key`` (by the log) is slow: a rerun finishes soon."""
+    again = os.path.exists(log) and any(line.split()[0] == key for line in open(log, encoding="utf-8"))
+    return write_slowly(final, log, key, again_s if again else first_s)
