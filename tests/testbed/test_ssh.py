@@ -270,3 +270,55 @@ def test_inventory_errors_name_file_and_key(tmp_path, text, match):
     with pytest.raises(InventoryError, match=match) as err:
         Inventory.from_toml(p)
     assert str(p) in str(err.value)
+
+
+def test_known_hosts_pins_the_host_keys(tmp_path):
+    text = EXAMPLE.read_text().replace("[testbed]\n", '[testbed]\nknown_hosts = "pinned_hosts"\n', 1)
+    (tmp_path / "inv.toml").write_text(text)
+    inv = Inventory.from_toml(tmp_path / "inv.toml")
+    pinned = tmp_path / "pinned_hosts"
+    assert inv.known_hosts == str(pinned)
+    assert inv.connect_options[:4] == ("-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={pinned}")
+    first = SshBackend(inv).dry_run_lines(Measurement(run_id="r0"), run_dir="RUN")[0]
+    assert first.startswith(f"ssh -p 22 -o StrictHostKeyChecking=yes -o UserKnownHostsFile={pinned} ")
+    weak = text.replace('ssh_options = ["-o", "BatchMode=yes"',
+                        'ssh_options = ["-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes"')
+    (tmp_path / "weak.toml").write_text(weak)
+    with pytest.raises(InventoryError, match=r"weak.toml: \[testbed\].ssh_options: 'StrictHostKeyChecking=accept-new' "
+                                             "conflicts with known_hosts"):
+        Inventory.from_toml(tmp_path / "weak.toml")
+
+
+def _kernel_inventory() -> Inventory:
+    ifs = {"loadgen": ("lg0", "lg1"), "dut": ("din", "dout"), "timestamper": ("tpa", "tqa")}
+    hosts = [{"name": role[:3], "role": role, "address": f"192.0.2.{n + 1}", "cores": [1] if role == "dut" else [0],
+              "workdir": "/w", "interfaces": [{"name": i} for i in ifs[role]]} for n, role in enumerate(ifs)]
+    return Inventory.from_dict({"hosts": hosts}, source="kernel-hosts")
+
+
+def test_kernel_interfaces_plan_substitutes_and_says_so():
+    """Hosts without PCI ids: bb-loadgen, testpmd on net_af_packet in a cpuset cgroup, tcpdump taps; no DPDK binding."""
+    backend = SshBackend(_kernel_inventory(), dry_run=True, out=io.StringIO())
+    m = Measurement(run_id="k", cgroup_mode="v1", rate_pps=1000, duration_s=1, token="abc123")
+    backend.facts = {"loadgen": {"moongen": "no", "bb_loadgen": "/opt/bb-loadgen"},
+                     "dut": {"cset": "", "systemctl": ""}, "timestamper": {}}
+    per_host = backend.host_commands(m, run_dir="RUN")
+    assert [s["role"] for s in backend.substitutions] == ["loadgen", "dut", "dut", "timestamper"]
+    assert "/opt/bb-loadgen" in backend.substitutions[0]["here"]
+    assert not any("bb-loadgen" in c for c in per_host["local"] if c.startswith("scp "))  # the host's own is used
+    load = "timeout 31 /opt/bb-loadgen --iface lg0 --rate 1000.0 --duration 1"
+    assert any(c.startswith(load) for c in per_host["loadgen"])
+    dut = " ".join(per_host["dut"])
+    assert "--vdev net_af_packet0,iface=din --vdev net_af_packet1,iface=dout" in dut and "--stats-period" in dut
+    cg = "/sys/fs/cgroup/cpuset/bbssh-abc123-dut"
+    assert f"mkdir {cg}" in dut and f"rmdir {cg}" in dut
+    assert "cset" not in dut and "lxc-" not in dut
+    assert not any("dpdk-devbind" in c for cs in per_host.values() for c in cs)
+    ts = " ".join(per_host["timestamper"])
+    assert "tcpdump -i tpa" in ts and "tcpdump -i tqa" in ts and "-Q in udp dst port 5678" in ts
+    lines = {c["capability"] for c in backend.capability_lines()}
+    assert "loadgen: MoonGen l2-load-latency.lua on DPDK ports" in lines
+    # without bb-loadgen on the host, this machine's is copied with scp
+    backend.facts["loadgen"]["bb_loadgen"] = ""
+    local = backend.host_commands(m, run_dir="RUN")["local"]
+    assert any(c.startswith("scp ") and c.endswith("root@192.0.2.1:/w/bin/bb-loadgen") for c in local)

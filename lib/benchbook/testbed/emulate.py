@@ -353,6 +353,12 @@ def down_token(token: str, run_dir: Path | None = None, log: CommandLog | None =
             removed += [f"process {p} in {ns}" for p in pids]
             host.run(["ip", "netns", "del", ns], check=False)
             removed.append(f"netns {ns}")
+        # cgroups the ssh backend made on these hosts (they share this kernel) and left when a host dropped:
+        # empty ones go (a live run's cgroup holds its DuT and stays)
+        for d in [*Path("/sys/fs/cgroup").glob("bbssh-*-dut"), *Path("/sys/fs/cgroup").glob("*/bbssh-*-dut")]:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+                removed.append(f"cgroup {d}")
         r = host.run(["ip", "-o", "link", "show"], check=False)
         for line in r.stdout.splitlines():
             parts = line.split(":")
