@@ -111,3 +111,73 @@ def test_cwl_run_refuses_a_missing_job(tmp_path):
     assert done.returncode == 2
     assert "nojob.yml: job not found" in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def _write_hlog(path: Path, values: list[int], start_s: float) -> None:
+    from benchbook.analysis.hdr import HdrHistogram
+    from benchbook.analysis.hlog import HlogWriter
+
+    h = HdrHistogram(1, 10**9, 3)
+    h.record(values)
+    with HlogWriter(path, start_time=start_s, comments=["test"]) as w:
+        w.write_interval(0.0, 1.0, h)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_cwl_run_over_ssh_on_an_emulated_host(tmp_path):
+    """cwltool runs on an emulated testbed host over ssh (per-run key, host key pinned, a real login as the
+    readiness check); its result equals the local command's byte for byte; a wrong pin is refused."""
+    from conftest import require_program, require_root
+
+    require_root()
+    for prog in ("ssh", "scp", "sshd", "ip"):
+        if prog == "sshd":
+            if not Path("/usr/sbin/sshd").exists():
+                pytest.skip("/usr/sbin/sshd not installed (make deps installs openssh-server as root)")
+        else:
+            require_program(prog)
+    _write_hlog(tmp_path / "a.hlog", [5000 + 7 * i for i in range(800)], 1_700_000_000.0)
+    _write_hlog(tmp_path / "b.hlog", [9000 + 13 * i for i in range(500)], 1_700_000_001.0)
+    job = {"files": [{"class": "File", "location": (tmp_path / n).as_uri()} for n in ("a.hlog", "b.hlog")],
+           "report_name": "merged.hgrm"}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    assert run("cwl", "export", "-o", "cwl", cwd=tmp_path).returncode == 0
+    local = run("hist", "a.hlog", "b.hlog", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+
+    up = run("testbed", "emulate", "-o", "inv.toml", cwd=tmp_path)
+    assert up.returncode == 0, up.stderr
+    try:
+        inventory = (tmp_path / "inv.toml").read_text()
+        key = re.search(r'identity_file = "([^"]+)"', inventory).group(1)
+        assert Path(key).stat().st_mode & 0o077 == 0, "the per-run key is readable by others"
+        done = run("cwl", "run", "cwl/hist.cwl", "job.json", "--runs-dir", "runs", "--inventory", "inv.toml",
+                   "--role", "dut", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (run_dir,) = (tmp_path / "runs" / "cwl").iterdir()
+        assert (run_dir / "outputs" / "merged.hgrm").read_bytes() == local.stdout.encode()
+        assert "1300" in local.stdout  # 800 + 500 values merged
+        record = read_record(run_dir)
+        host = record["cwl_provenance"]["host"]
+        assert host["role"] == "dut" and host["known_hosts"] in inventory
+        assert record["cwl_provenance"]["crate"] == "crate" and (run_dir / "crate" / "ro-crate-metadata.json").is_file()
+        logged = [json.loads(line) for line in (run_dir / "raw" / "commands.jsonl").read_text().splitlines()]
+        assert logged[0]["what"] == "ready" and logged[0]["argv"][0] == "ssh"
+        assert all("StrictHostKeyChecking=yes" in r["argv"] for r in logged)
+
+        (tmp_path / "empty_known_hosts").write_text("")
+        (tmp_path / "wrong.toml").write_text(inventory.replace(re.search(r'known_hosts = "([^"]+)"', inventory)
+                                                               .group(1), str(tmp_path / "empty_known_hosts")))
+        refused = run("cwl", "run", "cwl/hist.cwl", "job.json", "--runs-dir", "runs-wrong", "--inventory",
+                      "wrong.toml", "--role", "dut", "--ready-timeout", "1", cwd=tmp_path)
+        assert refused.returncode == 1
+        assert "no ssh login within 1 s" in refused.stderr
+        assert "Host key verification failed" in refused.stderr
+    finally:
+        down = run("testbed", "down", "inv.toml", cwd=tmp_path)
+    assert down.returncode == 0, down.stderr
+    token = re.search(r'token = "([0-9a-f]+)"', inventory).group(1)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"bb-{token}-" not in netns

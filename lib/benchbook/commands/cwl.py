@@ -83,10 +83,20 @@ def run(
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go (default data/runs)"),
     experiment: str = typer.Option("cwl", "--experiment", help="experiment name (the run directory's parent)"),
     parallel: bool = typer.Option(False, "--parallel", help="let cwltool run independent steps in parallel"),
+    inventory: Path | None = typer.Option(None, "--inventory", help="run cwltool over ssh on a host of this "
+                                          "testbed inventory (e.g. from benchbook testbed emulate)"),
+    role: str = typer.Option("timestamper", "--role", help="with --inventory: the host's role"),
+    remote_bin: str | None = typer.Option(None, "--remote-bin", help="with --inventory: folder of cwltool and "
+                                          "benchbook on that host (default: this venv's, for hosts sharing this "
+                                          "file system such as emulated ones)"),
+    ready_timeout_s: float = typer.Option(30.0, "--ready-timeout", min=0.0, help="with --inventory: seconds to "
+                                          "wait for a real ssh login to the host"),
 ) -> None:
     """Run WORKFLOW with cwltool (--no-container --provenance) into a run directory: outputs/, provenance/,
-    crate/ (Workflow Run RO-Crate) and run.json linking them under cwl_provenance. Exit 1 when the run failed."""
-    from benchbook.experiment.cwl_run import run_workflow
+    crate/ (Workflow Run RO-Crate) and run.json linking them under cwl_provenance. With --inventory, cwltool
+    runs on that host over ssh (pinned host keys; a real login as readiness check) and the results are copied
+    back. Exit 1 when the run failed."""
+    from benchbook.experiment.cwl_run import RemoteError, RemoteTarget, run_workflow
 
     for what, p in (("workflow", workflow), ("job", job_file)):
         if not p.is_file():
@@ -96,12 +106,26 @@ def run(
     if shutil.which("benchbook") is None and (bindir / "benchbook").exists():
         os.environ["PATH"] = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"  # the steps run benchbook
     cwltool = str(bindir / "cwltool") if (bindir / "cwltool").exists() else "cwltool"
+    remote = None
+    if inventory is not None:
+        from benchbook.testbed.ssh import Inventory, InventoryError
+
+        try:
+            Inventory.from_toml(inventory).role(role)
+        except (InventoryError, KeyError) as exc:
+            typer.echo(f"benchbook cwl run: error: {str(exc).strip(chr(39))}", err=True)
+            raise typer.Exit(2) from None
+        remote = RemoteTarget(inventory=inventory.resolve(), role=role, bin_dir=remote_bin or str(bindir),
+                              ready_timeout_s=ready_timeout_s)
     try:
         result = run_workflow(workflow, job_file, runs_dir=runs_dir, experiment=experiment, cwltool=cwltool,
-                              extra_args=("--parallel",) if parallel else ())
+                              extra_args=("--parallel",) if parallel else (), remote=remote)
     except ValueError as exc:
         typer.echo(f"benchbook cwl run: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except RemoteError as exc:
+        typer.echo(f"benchbook cwl run: error: {exc}", err=True)
+        raise typer.Exit(1) from None
     prov = result.record.get("cwl_provenance", {})
     typer.echo(f"{result.status}: {result.run_dir}")
     typer.echo(f"  outputs: {result.run_dir / 'outputs'}")
