@@ -1,4 +1,5 @@
-"""`benchbook tcp CAPTURE... -o DIR`: flows, per-interval throughput/goodput, retransmissions and RTT of TCP traces."""
+"""`benchbook tcp CAPTURE... -o DIR`: flows, per-interval throughput/goodput, retransmissions and RTT of TCP traces;
+with --each, one analysis per capture in DIR/<capture name>/, on the local or the dask engine."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 from pathlib import Path
 
 import typer
+
+from benchbook.engine.options import ENGINE_OPTION, SCHEDULER_OPTION, SSH_CLUSTER_OPTION
 
 
 def register(app: typer.Typer) -> None:
@@ -20,18 +23,33 @@ def tcp(
     bin_ms: float = typer.Option(100.0, "--bin-ms", min=0.001, help="interval length in ms (e.g. 100, 300, 1000)"),
     rule: str = typer.Option("zeek", "--rule", help="retransmission rule: zeek | wireshark | tcptrace"),
     no_html: bool = typer.Option(False, "--no-html", help="skip report.html"),
+    each: bool = typer.Option(False, "--each", help="one analysis per capture, in DIR/<capture name>/ (the file "
+                              "name without .zst, .pcap, .pcapng)"),
+    engine: str | None = ENGINE_OPTION,
+    scheduler: str | None = SCHEDULER_OPTION,
+    ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
 ) -> None:
-    """Write flows.parquet, intervals.parquet, rtt.parquet, report.html and summary.json to DIR."""
+    """Write flows.parquet, intervals.parquet, rtt.parquet, report.html and summary.json to DIR.
+
+    With --each, DIR/<name>/ holds exactly what `benchbook tcp CAPTURE -o DIR/<name>` writes, whichever
+    --engine runs the analyses."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # returns freed memory: flat peak RSS
-    if "scipy" not in sys.modules and "numba" not in sys.modules:
-        # numba imports SciPy (0.3 s) for BLAS support the kernels do not use: hide it while numba loads, then
-        # let a later `import scipy` in the same process (a notebook, a test runner) work as usual
-        sys.modules["scipy"] = None  # type: ignore[assignment]
+    if "numba" not in sys.modules:
+        # numba's CPU target, initialised on the first kernel call, imports SciPy (0.2-0.3 s, for BLAS) and cffi
+        # (0.05 s) that the kernels do not use: hide both while numba loads and initialises, then let a later
+        # `import scipy` in the same process (a notebook, a test runner) work as usual
+        hidden = [m for m in ("scipy", "cffi") if m not in sys.modules]
+        for m in hidden:
+            sys.modules[m] = None  # type: ignore[assignment]
         try:
-            import numba  # noqa: F401
+            from numba.core.registry import cpu_target
+
+            cpu_target.typing_context.refresh()
+            cpu_target.target_context.refresh()
         finally:
-            if sys.modules.get("scipy", 0) is None:
-                del sys.modules["scipy"]
+            for m in hidden:
+                if m in sys.modules and sys.modules[m] is None:
+                    del sys.modules[m]
     from benchbook.analysis.tcp_rules import RULES
 
     if rule not in RULES:
@@ -42,6 +60,12 @@ def tcp(
             raise typer.Exit(2)
     from benchbook.analysis.tcp_report import analyze_tcp, format_flows
 
+    if each:
+        _tcp_each(captures, out, bin_ms, rule, not no_html, engine, scheduler, ssh_cluster)
+        return
+    if engine or scheduler or ssh_cluster:
+        typer.echo("error: --engine, --scheduler and --ssh-cluster apply to --each", err=True)
+        raise typer.Exit(2)
     summary, _flows, messages = analyze_tcp([str(p) for p in captures], out, bin_ms=bin_ms, rule=rule,
                                             html=not no_html)
     for m in messages:
@@ -49,3 +73,69 @@ def tcp(
     typer.echo(format_flows(summary))
     typer.echo(f"wrote {out}/: flows.parquet intervals.parquet rtt.parquet summary.json"
                + ("" if no_html else " report.html"))
+
+
+def capture_name(path: Path) -> str:
+    """A capture's report folder name: its file name without .zst, then without .pcap/.pcapng/.cap."""
+    name = path.name.removesuffix(".zst") if path.name != ".zst" else path.name
+    for x in (".pcapng", ".pcap", ".cap"):
+        if name.endswith(x) and len(name) > len(x):
+            return name[: -len(x)]
+    return name
+
+
+def capture_task(capture: str, final: str, bin_ms: float, rule: str, html: bool) -> dict:
+    """One capture's analysis (on the local engine or a Dask worker), written into a fresh attempt directory
+    beside ``final``."""
+    from benchbook.analysis.tcp_report import analyze_tcp
+    from benchbook.engine.tasks import attempt_dir
+
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    work = attempt_dir(final)
+    summary, _flows, messages = analyze_tcp([capture], work, bin_ms=bin_ms, rule=rule, html=html)
+    return {"attempt": str(work), "summary": summary, "messages": messages}
+
+
+def _tcp_each(captures: list[Path], out: Path, bin_ms: float, rule: str, html: bool, engine: str | None,
+              scheduler: str | None, ssh_cluster: Path | None) -> None:
+    from benchbook.analysis.tcp_report import OUTPUT_FILES, format_flows
+    from benchbook.engine import EngineError, Task, engine_spec, open_engine, run_installing
+
+    names = [capture_name(p) for p in captures]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        typer.echo(f"error: --each: captures share the report name(s) {', '.join(dup)}; rename or analyse them "
+                   "apart", err=True)
+        raise typer.Exit(2)
+    try:
+        spec = engine_spec(engine, scheduler, ssh_cluster)
+    except EngineError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    out = out.absolute()
+    finals = {n: out / n for n in names}
+    tasks = [Task(n, capture_task, (str(p.absolute()), str(finals[n]), bin_ms, rule, html))
+             for n, p in zip(names, captures, strict=True)]
+    done: dict[str, dict] = {}
+    failed: dict[str, str] = {}
+    try:
+        with open_engine(spec) as eng:
+            typer.echo(f"engine: {spec.describe()}, {len(tasks)} captures", err=True)
+            for o in run_installing(eng, tasks, finals, OUTPUT_FILES):
+                if o.ok:
+                    done[o.key] = o.value
+                else:
+                    failed[o.key] = o.error or "failed"
+    except EngineError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for n in names:
+        if n in done:
+            for m in done[n]["messages"]:
+                typer.echo(f"warning: {n}: {m}", err=True)
+            typer.echo(f"== {n}\n{format_flows(done[n]['summary'])}")
+        else:
+            typer.echo(f"error: {n}: {failed[n]} ({finals[n]} left unchanged)", err=True)
+    typer.echo(f"wrote {out}/: {len(done)} of {len(names)} capture folders")
+    if failed:
+        raise typer.Exit(1)
