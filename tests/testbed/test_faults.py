@@ -102,12 +102,15 @@ def _loadgen_pid(token: str) -> int | None:
 
 
 def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0) -> dict[str, Any]:
-    """SIGKILL the pid ``find`` returns once it returns one; what happened lands in the returned dict."""
-    out: dict[str, Any] = {}
+    """SIGKILL the pid ``find`` returns once it returns one (unless out["stop"] is set first); what happened
+    lands in the returned dict ``out``."""
+    out: dict[str, Any] = {"stop": threading.Event()}
 
     def run() -> None:
         try:
-            out["pid"] = _wait(find, timeout_s, "the process to kill")
+            out["pid"] = _wait(lambda: out["stop"].is_set() or find(), timeout_s, "the process to kill")
+            if out["pid"] is True:
+                raise AssertionError("the run ended before the process to kill was found")
             os.kill(out["pid"], signal.SIGKILL)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             out["error"] = exc
@@ -154,9 +157,12 @@ def test_loadgen_killed_mid_run(tmp_path):
         return _loadgen_pid(found[0]) if found and _pcap_with_packets(tmp_path) else None
 
     killer = _kill_in_background(loadgen_sending)
-    with pytest.raises(lp.MeasurementFailed) as err:
-        lp.run_experiment(_params(duration_s=4.0), tmp_path)
-    killer["thread"].join(5)
+    try:
+        with pytest.raises(lp.MeasurementFailed) as err:
+            lp.run_experiment(_params(duration_s=4.0), tmp_path)
+    finally:
+        killer["stop"].set()
+        killer["thread"].join(5)
     assert "error" not in killer, killer.get("error")
     cause = "bb-loadgen failed (killed by signal SIGKILL (9))"
     assert cause in str(err.value) and "none @ 2000 pkt/s repetition 0" in str(err.value)
