@@ -474,3 +474,58 @@ def test_wireshark_rule_equals_tshark_analysis_flags(synth) -> None:
         infl = int(iv[(iv["flow"] == r.flow) & (iv["direction"] == "orig")]["bytes_in_flight_max"].max())
         assert theirs[int(r.sport)] == (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark, infl)
     assert sum(v[0] for v in theirs.values()) > 0 and sum(v[1] for v in theirs.values()) > 0
+
+
+@pytest.mark.parametrize("gid_spread", [10, 10**9])
+def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int) -> None:
+    """tcp_rtt.group_samples (counting pass for nearby flow ids, stable sort for far-apart ones) gives, per
+    (flow, direction), the RTT values in row order, clamped to at least 1 ns, like a plain Python group-by."""
+    from benchbook.analysis import tcp_rtt as rt
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    rows = np.zeros((n, rt.N_R), np.int64)
+    rows[:, rt.R_FLOW] = rng.choice(np.array([0, 3, 5, gid_spread]), n)
+    rows[:, rt.R_DIR] = rng.integers(0, 2, n)
+    rows[:, rt.R_RTT] = rng.integers(-2, 1000, n)
+    keys, bounds, values = rt.group_samples(rows)
+    expect: dict[int, list[int]] = {}
+    for r in rows:
+        expect.setdefault(int(r[rt.R_FLOW]) * 2 + int(r[rt.R_DIR]), []).append(max(int(r[rt.R_RTT]), 1))
+    assert keys.tolist() == sorted(expect)
+    assert {int(k): values[bounds[j]:bounds[j + 1]].tolist() for j, k in enumerate(keys)} == expect
+    empty = rt.group_samples(np.zeros((0, rt.N_R), np.int64))
+    assert [a.size for a in empty] == [0, 1, 0]
+
+
+def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
+    """The reader thread of the pass yields every item in order, raises the reader's exception in the consumer,
+    and closes a generator the consumer leaves early."""
+    from benchbook.analysis.tcp_pass import prefetched
+
+    assert list(prefetched(iter(range(100)))) == list(range(100))
+
+    def failing():
+        yield 1
+        raise TcpAnalysisError("x.pcap: at byte offset 24: broken")
+
+    got = []
+    with pytest.raises(TcpAnalysisError, match="byte offset 24"):
+        for v in prefetched(failing()):
+            got.append(v)
+    assert got == [1]
+    closed = []
+
+    def endless():
+        try:
+            k = 0
+            while True:
+                yield k
+                k += 1
+        finally:
+            closed.append(True)
+
+    for v in prefetched(endless()):
+        if v == 3:
+            break
+    assert closed == [True]

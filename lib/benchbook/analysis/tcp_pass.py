@@ -10,11 +10,14 @@ exact, p99 to 3 significant figures).
 from __future__ import annotations
 
 import ipaddress
+import queue
+import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,6 +28,8 @@ from benchbook.analysis.tcp_rules import rule_index
 from benchbook.capture.errors import CaptureWarning
 from benchbook.capture.reader import open_capture
 from benchbook.errors import BenchbookError
+
+T = TypeVar("T")
 
 
 class TcpAnalysisError(BenchbookError, ValueError):
@@ -96,6 +101,54 @@ def flow_notes(files: list[str], fl: np.ndarray, st: np.ndarray) -> list[str]:
     return notes
 
 
+PREFETCH = 1  # capture chunks read ahead by the reader thread
+
+
+def prefetched(chunks: Iterator[T], depth: int = PREFETCH) -> Iterator[T]:
+    """Iterate ``chunks`` in a reader thread, at most ``depth`` items ahead of the consumer (the capture scan is a
+    nogil kernel, so reading overlaps the analysis on a second core). An exception of the reader is raised here;
+    leaving the loop early stops the reader and closes ``chunks``."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in chunks:
+                if not put((item, None)):
+                    return
+            put((end, None))
+        except BaseException as exc:  # handed to the consumer
+            put((end, exc))
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+    reader = threading.Thread(target=read, name="tcp-read", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if exc is not None:
+                raise exc
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        reader.join()
+
+
 def _new_hist() -> HdrHistogram:
     return HdrHistogram(1, 3_600_000_000_000, 3)
 
@@ -113,21 +166,13 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
     messages: list[str] = []
 
     def consume_rtt(rows: np.ndarray) -> None:
-        n = rows.shape[0]
-        key = rows[:, rt.R_FLOW] * 2 + rows[:, rt.R_DIR]
-        present = np.flatnonzero(np.bincount(key)) if int(key.max()) < (1 << 20) else np.unique(key)
-        if present.size <= 32:
-            groups = ((int(k), rows[key == k, rt.R_RTT]) for k in present)
-        else:
-            order = np.argsort(key, kind="stable")
-            ks, starts = np.unique(key[order], return_index=True)
-            ends = list(starts[1:]) + [n]
-            groups = ((int(k), rows[order[a:b], rt.R_RTT]) for k, a, b in zip(ks, starts, ends, strict=True))
-        for k, values in groups:
+        keys, bounds, values = rt.group_samples(rows)
+        for j in range(keys.shape[0]):
+            k = int(keys[j])
             h = hists.get((k // 2, k % 2))
             if h is None:
                 h = hists[(k // 2, k % 2)] = _new_hist()
-            h.record(np.maximum(values, 1))
+            h.record(values[bounds[j]:bounds[j + 1]])
         if on_rtt is not None:
             on_rtt(rows)
 
@@ -181,7 +226,8 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         for file_index, path in enumerate(files):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", CaptureWarning)
-                for chunk in open_capture(path, chunk_packets=chunk_packets, recycle=2):
+                for chunk in prefetched(open_capture(path, chunk_packets=chunk_packets, recycle=PREFETCH + 3),
+                                        PREFETCH):
                     if chunk.linktype not in SUPPORTED_LINKTYPES:
                         known = ", ".join(f"{k} ({v})" for k, v in SUPPORTED_LINKTYPES.items())
                         raise TcpAnalysisError(

@@ -214,26 +214,33 @@ def summary_doc(tp: TcpPass, flows: dict[str, np.ndarray], fair: dict[str, Any])
 
 
 class _RttSink:
-    """Writes RTT rows to rtt.parquet as they come and keeps an evenly thinned sample for the plot."""
+    """Writes RTT rows to rtt.parquet as they come and keeps an evenly thinned sample for the plot. pyarrow is
+    imported on the first block, in the pass's RTT thread while the kernel runs on."""
 
     def __init__(self, path: Path) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self.pa, self.pq = pa, pq
-        self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.dictionary(pa.int8(), pa.string())),
-                                 ("time_ns", pa.int64()), ("rtt_ns", pa.int64()),
-                                 ("kind", pa.dictionary(pa.int8(), pa.string())), ("bytes_in_flight", pa.int64())])
-        delta = "DELTA_BINARY_PACKED"
-        self.writer = pq.ParquetWriter(
-            str(path), self.schema, compression="none", use_dictionary=["direction", "kind"],
-            column_encoding={"flow": delta, "time_ns": delta, "rtt_ns": delta, "bytes_in_flight": delta})
+        self.path = path
+        self.writer = None
         self.stride = 1
         self.seen = 0
         self.sample: list[np.ndarray] = []
         self.sample_rows = 0
 
+    def _open(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.pa = pa
+        self.schema = pa.schema([("flow", pa.int64()), ("direction", pa.dictionary(pa.int8(), pa.string())),
+                                 ("time_ns", pa.int64()), ("rtt_ns", pa.int64()),
+                                 ("kind", pa.dictionary(pa.int8(), pa.string())), ("bytes_in_flight", pa.int64())])
+        delta = "DELTA_BINARY_PACKED"
+        self.writer = pq.ParquetWriter(
+            str(self.path), self.schema, compression="none", use_dictionary=["direction", "kind"],
+            column_encoding={"flow": delta, "time_ns": delta, "rtt_ns": delta, "bytes_in_flight": delta})
+
     def __call__(self, rows: np.ndarray) -> None:
+        if self.writer is None:
+            self._open()
         pa = self.pa
         dirs = arrow_dictionary(rows[:, rt.R_DIR], ("orig", "resp"))
         kinds = arrow_dictionary(rows[:, rt.R_KIND], rt.KIND_NAMES)
@@ -255,6 +262,8 @@ class _RttSink:
             self.sample_rows = allrows.shape[0]
 
     def close(self) -> np.ndarray:
+        if self.writer is None:
+            self._open()
         self.writer.close()
         return np.concatenate(self.sample) if self.sample else np.zeros((0, rt.N_R), np.int64)
 
@@ -265,9 +274,12 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
 
     The figure is written as plain plotly.js JSON: building it through plotly's Python objects costs more
     memory than the whole analysis pass."""
-    import plotly
+    import importlib.util
 
-    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    spec = importlib.util.find_spec("plotly")  # its location only: importing plotly costs 0.05-0.1 s
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("plotly is not installed: it provides plotly.min.js for report.html")
+    js = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     shutil.copyfile(js, out / "plotly.min.js")
     label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" for f, a, sp, b, dp in zip(
         flows["flow"], flows["src"], flows["sport"], flows["dst"], flows["dport"], strict=True)}

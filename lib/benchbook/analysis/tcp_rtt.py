@@ -121,6 +121,68 @@ def seg_ack(ring, meta, f, d, hi, ack, ts_ns):
     return rtt
 
 
+@njit(cache=True, nogil=True)
+def group_samples(rows):
+    """The RTT rows grouped by (flow, direction) for the histograms: (keys, bounds, values) with keys the distinct
+    flow * 2 + direction in ascending order, values the RTTs in ns (at least 1) in row order within each key, and
+    values[bounds[j]:bounds[j + 1]] those of keys[j]. One counting pass when the keys of the block lie close
+    together (the usual case), else a stable sort."""
+    n = rows.shape[0]
+    key = np.empty(n, np.int64)
+    kmin = np.int64(0)
+    kmax = np.int64(0)
+    for i in range(n):
+        k = rows[i, R_FLOW] * 2 + rows[i, R_DIR]
+        key[i] = k
+        if i == 0 or k < kmin:
+            kmin = k
+        if i == 0 or k > kmax:
+            kmax = k
+    values = np.empty(n, np.int64)
+    if n > 0 and kmax - kmin <= 4 * n + 4096:
+        span = kmax - kmin + 1
+        slot = np.zeros(span + 1, np.int64)
+        for i in range(n):
+            slot[key[i] - kmin + 1] += 1
+        m = 0
+        for j in range(span):
+            if slot[j + 1] > 0:
+                m += 1
+        keys = np.empty(m, np.int64)
+        bounds = np.zeros(m + 1, np.int64)
+        m = 0
+        for j in range(span):
+            c = slot[j + 1]
+            if c > 0:
+                keys[m] = kmin + j
+                bounds[m + 1] = bounds[m] + c
+                slot[j + 1] = bounds[m]  # next free position of this key
+                m += 1
+        for i in range(n):
+            j = key[i] - kmin + 1
+            v = rows[i, R_RTT]
+            values[slot[j]] = v if v > 1 else 1
+            slot[j] += 1
+        return keys, bounds, values
+    order = np.argsort(key, kind="mergesort")
+    m = 0
+    for i in range(n):
+        if i == 0 or key[order[i]] != key[order[i - 1]]:
+            m += 1
+    keys = np.empty(m, np.int64)
+    bounds = np.zeros(m + 1, np.int64)
+    m = 0
+    for i in range(n):
+        k = key[order[i]]
+        if i == 0 or k != key[order[i - 1]]:
+            keys[m] = k
+            m += 1
+        bounds[m] = i + 1
+        v = rows[order[i], R_RTT]
+        values[i] = v if v > 1 else 1
+    return keys, bounds, values
+
+
 def rtt_summary_ms(hist) -> dict[str, float | None]:
     """{"min", "mean", "p99"} in ms of an HdrHistogram of RTT samples in ns (None when it holds none).
 

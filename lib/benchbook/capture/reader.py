@@ -44,8 +44,10 @@ class _Buffer:
             self.buf = np.array(head, np.uint8)
             self.fill = len(head)
 
-    def release(self) -> None:
-        self.src.release(self.base + self.pos - (1 << 20))
+    def release(self, upto: int | None = None) -> None:
+        """Let mapped pages before file offset ``upto`` (default: 1 MiB before the read position) leave the
+        resident set."""
+        self.src.release(self.base + self.pos - (1 << 20) if upto is None else upto)
 
     def refill(self, need: int = 0) -> None:
         """Start a new buffer holding the unread bytes plus as much new data as fits.
@@ -136,6 +138,16 @@ class _ArrayPool:
         self.recycle = recycle
         self.sets: list[tuple[np.ndarray, ...]] = []
         self.turn = 0
+        self.starts: list[int] = []
+
+    def release_point(self, chunk_start: int) -> int | None:
+        """With recycle=N >= 3 the consumer may still look at the last N - 2 chunks handed out (a reader thread
+        running ahead): pages from the start of the oldest of them stay mapped. None: the default point."""
+        if self.recycle < 3:
+            return None
+        self.starts.append(chunk_start)
+        del self.starts[: -(self.recycle - 2)]
+        return self.starts[0]
 
     def get(self, n: int) -> tuple[np.ndarray, ...]:
         if not self.recycle:
@@ -202,7 +214,7 @@ def _read_pcap(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: int
                     linktype & 0xFFFF, snaplen,
                 )
                 index += n
-                b.release()
+                b.release(pool.release_point(b.base + start))
             if status == scan.BAD_LENGTH:
                 incl = struct.unpack(e + "I", b.buf[b.pos + 8 : b.pos + 12].tobytes())[0]
                 raise CaptureFormatError(
@@ -408,7 +420,7 @@ def _read_pcapng(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: i
                     ifs.snap[0] if ifs.snap else 0, "pcapng",
                 )
                 index += n
-                b.release()
+                b.release(pool.release_point(b.base + start))
             if status == scan.BAD_LENGTH:
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 raise CaptureFormatError(
