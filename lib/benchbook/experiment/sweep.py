@@ -15,6 +15,7 @@ import json
 import random
 import secrets
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,8 +233,15 @@ def run_sweep(
     seed: int | None = None,
     progress: bool = True,
     on_point: Callable[[dict[str, Any], Any], None] | None = None,
+    shared_kernel: bool = True,
+    engine: Any = None,
 ) -> SweepOutcome:
-    """Run (or resume) a sweep; returns what ran, what was skipped and the final manifest."""
+    """Run (or resume) a sweep; returns what ran, what was skipped and the final manifest.
+
+    With ``shared_kernel`` the points run one after another in one kernel, reset to a fresh
+    kernel's state before each (benchbook.experiment.kernel_session); without it each point
+    starts its own kernel."""
+    from benchbook.experiment.kernel_session import KernelSession
     from benchbook.experiment.runner import new_run_id, run_notebook
     from benchbook.provenance.checksums import sha256_file
     from benchbook.provenance.fingerprint import host_fingerprint
@@ -296,6 +304,25 @@ def run_sweep(
         outcome.skipped = [p["key"] for p in manifest["points"] if p["status"] == "complete"]
         fingerprint = host_fingerprint() if todo else None
         bar = _Bar(len(manifest["points"]), len(outcome.skipped), enabled=progress)
+        if engine is not None:  # points as measurement tasks on an engine (benchbook.experiment.sweep_engine)
+            from benchbook.experiment.sweep_engine import run_points_on_engine
+
+            def save() -> None:
+                manifest["updated"] = _now()
+                write_json_atomic(mpath, manifest)
+
+            def done(p: dict[str, Any], result: Any) -> None:
+                outcome.ran.append(p["key"])
+                bar.advance()
+                if on_point:
+                    on_point(p, result)
+
+            try:
+                run_points_on_engine(engine, notebook, experiment, runs_dir, manifest, todo, save, done)
+            finally:
+                bar.close()
+            return outcome
+        kernel = KernelSession() if shared_kernel and todo else None
         try:
             for p in todo:
                 order_index = manifest["order"].index(p["key"])
@@ -307,7 +334,7 @@ def run_sweep(
                 try:
                     result = run_notebook(
                         notebook, p["parameters"], experiment, runs_dir=runs_dir, run_id=run_id,
-                        repetition=p["repetition"], fingerprint=fingerprint,
+                        repetition=p["repetition"], fingerprint=fingerprint, kernel=kernel,
                         sweep={"experiment": experiment, "point": p["point"], "repetition": p["repetition"],
                                "order": order_index, "attempt": len(p["attempts"]) + 1},
                     )
@@ -325,6 +352,8 @@ def run_sweep(
                     on_point(p, result)
         finally:
             bar.close()
+            if kernel is not None:
+                kernel.close(now=sys.exc_info()[0] is not None)
         return outcome
     finally:
         lock.release()

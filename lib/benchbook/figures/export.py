@@ -60,6 +60,26 @@ def static_export_status() -> tuple[bool, str]:
     return True, browser
 
 
+_keep_browser = False
+
+
+def keep_browser_open() -> None:
+    """From now on in this process, the first static export starts one headless browser that every
+    later export reuses; it is stopped when the process exits (a sweep's shared kernel calls this,
+    see benchbook.experiment.kernel_session)."""
+    global _keep_browser
+    _keep_browser = True
+
+
+def _start_kept_browser(timeout_s: float) -> None:
+    import atexit
+
+    import kaleido
+
+    kaleido.start_sync_server(timeout=timeout_s, mathjax=False, silence_warnings=True)
+    atexit.register(kaleido.stop_sync_server, silence_warnings=True)
+
+
 @contextlib.contextmanager
 def export_session(timeout_s: float = 90.0) -> Iterator[None]:
     """Keep one headless browser running for all save_figure calls inside the block (saves ~3 s
@@ -156,7 +176,9 @@ def _write_static(
         ]
         errors: Sequence[BaseException] = ()
         try:
-            if kaleido._global_server.is_running():  # an export_session() is open
+            if _keep_browser and not kaleido._global_server.is_running():
+                _start_kept_browser(timeout_s)
+            if kaleido._global_server.is_running():  # an export_session() or a kept browser is open
                 errors = kaleido.write_fig_from_object_sync(specs, cancel_on_error=False) or ()
             else:
                 errors = kaleido.write_fig_from_object_sync(
