@@ -1,0 +1,219 @@
+"""Stemplinger & Bauer (IITM WS 2018/19): bro-tcp's ACK inter-arrival times and retransmission score on a local capture.
+
+Imported by bro-metrics.ipynb beside it. One bulk TCP flow runs through the local dumbbell
+(:mod:`benchbook.testbed.dumbbell`) while tcpdump captures the sender's interface; benchbook's TCP
+analysis (:func:`benchbook.analysis.tcp_report.analyze_tcp`, rule ``zeek``: a payload segment whose
+sequence number does not pass the highest seen, bro-tcp's rule) gives per 0.1 s and direction the
+payload and retransmitted bytes and the advancing ACKs. From them, as bro-tcp logs them:
+
+- retransmission score: retransmitted bytes / all payload bytes sent so far (retransmissions included),
+  one entry per 0.1 s for each direction that carried a packet in that 0.1 s (``retransmission_scores.log``);
+  the score of each 0.1 s alone is shown beside it;
+- ACK inter-arrival: the mean time between successive ACKs that advance the cumulative ACK, per 0.1 s
+  and direction (bro-tcp logs every such ACK; the mean per bin is what the interval table holds).
+
+Published numbers come only from the entry TOMLs of this folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbook.analysis.tcp_report import analyze_tcp
+from benchbook.testbed.capabilities import NotRunnable
+from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
+from benchbook.tools import tcpdump
+from benchbook.tools.host import CommandLog
+
+BIN_MS = 100        # bro-tcp's score_log_trigger interval
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _capture_argv(iface: str, pcap: Path | str) -> list[str]:
+    return tcpdump.build_argv(iface, pcap, snaplen=128, bpf_filter=f"tcp port {BASE_PORT + 1}")
+
+
+def dry_run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str) -> Path:
+    db = Dumbbell(link, [FlowSpec(cca)])
+    lines = ["# one flow; tcpdump on the sender's interface while it runs (token 000000 stands for the run token)"]
+    lines += db.dry_run(duration_s, BIN_MS / 1000)
+    lines.append(f"[s1] {' '.join(_capture_argv('bb-000000-s1e', 'raw/sender.pcap'))}   (started before the flow)")
+    lines.append(f"# then: benchbook tcp raw/sender.pcap -o tcp --bin-ms {BIN_MS} --rule zeek")
+    path = Path(output_dir) / "dry-run.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _wait_until_written(path: Path, timeout_s: float = 20.0) -> None:
+    """Until tcpdump has written what it received: the file's size unchanged over 5 polls 0.1 s apart."""
+    deadline = time.monotonic() + timeout_s
+    last, same = -1, 0
+    while time.monotonic() < deadline and same < 5:
+        size = path.stat().st_size if path.exists() else -1
+        same = same + 1 if size == last else 0
+        last = size
+        time.sleep(0.1)
+
+
+def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progress: Any = print) -> dict[str, Any]:
+    """The flow with a sender-side capture (raw/sender.pcap), then the TCP analysis into tcp/ (the report
+    ``benchbook tcp`` writes). Returns what the verdict needs; metrics.json and capabilities.json keep the
+    emulation record and tcpdump's counters."""
+    out = Path(output_dir)
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    pcap = raw / "sender.pcap"
+    progress(f"{cca}: one flow for {duration_s} s, tcpdump on the sender's interface")
+    try:
+        with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(raw)) as db:
+            host = db.tb.host("s1")
+            cap = tcpdump.start_capture(host, _capture_argv(db.ifname("s1e"), pcap), pcap)
+            try:
+                res = db.run_flows(duration_s, BIN_MS / 1000)
+                _wait_until_written(pcap)
+            finally:
+                stats = cap.stop()
+            problem = cap.problem()
+    except NotRunnable as exc:
+        result = {"not_runnable": str(exc), "output_dir": str(out)}
+        _write_json(out / "metrics.json", result)
+        _write_json(out / "capabilities.json", [{"capability": "dumbbell", "status": "missing", "detail": str(exc)}])
+        return result
+    if problem:
+        raise RuntimeError(problem)
+    flow = res["flows"][0]
+    (raw / "iperf3.json").write_text(flow.raw_json)
+    summary, flows, messages = analyze_tcp([pcap], out / "tcp", bin_ms=BIN_MS, rule="zeek")
+    data = int(np.argmax(flows["orig_payload_bytes"] + flows["resp_payload_bytes"]))
+    result = {"cca": cca, "duration_s": duration_s, "token": (res["record"].get("topology") or {}).get("token"),
+              "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets, "delay_ms": link.delay_ms},
+              "tcpdump": {k: v for k, v in stats.items() if k != "argv"}, "data_flow": data,
+              "flow": {k: (v[data].item() if hasattr(v[data], "item") else v[data]) for k, v in flows.items()},
+              "kernel_retransmits": flow.report.total_retransmits(), "receiver_bps": flow.receiver_bps,
+              "analysis_messages": messages, "output_dir": str(out)}
+    _write_json(out / "metrics.json", {**result, "link_emulation": res["record"]})
+    _write_json(out / "capabilities.json", res["record"].get("capabilities", []))
+    return result
+
+
+def bro_series(output_dir: Path | str, flow: int) -> dict[str, dict[str, np.ndarray]]:
+    """Per direction ("orig", "resp") of ``flow``: t_s (bin start from the flow's first bin), the cumulative
+    score (NaN in bins without a packet of that direction: bro-tcp logs nothing there), the score of the bin
+    alone, advancing ACKs and their mean inter-arrival (ms) per bin."""
+    import pandas as pd
+
+    iv = pd.read_parquet(Path(output_dir) / "tcp" / "intervals.parquet")
+    iv = iv[iv["flow"] == flow]
+    t0 = iv["start_time_ns"].min()
+    out = {}
+    for d in ("orig", "resp"):
+        x = iv[iv["direction"].astype(str) == d].sort_values("start_time_ns")
+        pay = x["payload_bytes"].to_numpy(float)
+        rtx = x["retransmitted_bytes"].to_numpy(float)
+        cum_pay, cum_rtx = np.cumsum(pay), np.cumsum(rtx)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cum = np.where((x["packets"].to_numpy() > 0) & (cum_pay > 0), cum_rtx / cum_pay, np.nan)
+            per_bin = np.where(pay > 0, rtx / pay, np.nan)
+        out[d] = {"t_s": (x["start_time_ns"].to_numpy() - t0) / 1e9, "cumulative_score": cum, "bin_score": per_bin,
+                  "advancing_acks": x["advancing_acks"].to_numpy(), "retransmitted_bytes": rtx,
+                  "ack_interarrival_ms": x["ack_interarrival_mean_ns"].to_numpy(float) / 1e6}
+    return out
+
+
+def score_shape(s: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Of the data direction: the time of the first retransmission, the cumulative score's peak and its value
+    at the end (a score that falls after the spike as more data is sent: end < peak)."""
+    rtx = np.nonzero(s["retransmitted_bytes"] > 0)[0]
+    cum = s["cumulative_score"]
+    if rtx.size == 0 or not np.isfinite(cum).any():
+        return {"first_retransmission_s": None, "peak_score": None, "end_score": None}
+    finite = np.nonzero(np.isfinite(cum))[0]
+    peak = int(finite[np.argmax(cum[finite])])
+    return {"first_retransmission_s": float(s["t_s"][rtx[0]]), "peak_score": float(cum[peak]),
+            "peak_s": float(s["t_s"][peak]), "end_score": float(cum[finite[-1]])}
+
+
+def score_figure(series: dict[str, dict[str, np.ndarray]], data_dir: str, title: str) -> Any:
+    import plotly.graph_objects as go
+
+    s = series[data_dir]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s["t_s"], y=s["cumulative_score"], mode="lines+markers", marker={"size": 3},
+                             name="retransmission score (cumulative, as bro-tcp logs it)"))
+    fig.add_trace(go.Bar(x=s["t_s"], y=s["bin_score"], name="score of each 0.1 s alone", opacity=0.4))
+    fig.update_layout(title=title, xaxis_title="Time [s]", yaxis_title="retransmitted / transmitted bytes")
+    return fig
+
+
+def ack_figure(series: dict[str, dict[str, np.ndarray]], labels: dict[str, str], title: str) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for d, s in series.items():
+        ok = np.isfinite(s["ack_interarrival_ms"])
+        fig.add_trace(go.Scatter(x=s["t_s"][ok], y=s["ack_interarrival_ms"][ok], mode="markers", marker={"size": 4},
+                                 name=labels[d]))
+    fig.update_layout(title=title, xaxis_title="Time [s]", yaxis_title="ACK inter-arrival [ms] (mean per 0.1 s)",
+                      yaxis_type="log")
+    return fig
+
+
+def add_verdict_rows(verdict: Any, result: dict[str, Any], series: dict[str, dict[str, np.ndarray]],
+                     figure: str) -> None:
+    f = result["flow"]
+    data_dir = "orig" if f["orig_payload_bytes"] >= f["resp_payload_bytes"] else "resp"
+    ack_dir = "resp" if data_dir == "orig" else "orig"
+    link = result["link"]
+    setup = (f"one {result['cca']} flow, {result['duration_s']} s, {link['rate_bps'] / 1e6:g} Mbit/s, "
+             f"+{link['delay_ms']:g} ms, FIFO {link['buffer_packets']} packets; sender-side capture")
+    if figure == "fig3":
+        shape = score_shape(series[data_dir])
+        first = shape["first_retransmission_s"]
+        verdict.not_derivable("Fig. 3: time without retransmissions before the spike",
+                              "not derivable: the paper's capture (a download over the Internet) is not published; "
+                              "measured here: first retransmission at "
+                              + (f"{first:.1f} s" if first is not None else "none") + f" ({setup})")
+        verdict.figure_only("Fig. 3: retransmission score over the connection, every 0.1 s",
+                            note="figure produced on the local capture (method reproduced; the paper's trace is "
+                                 "not published)", runs="raw/sender.pcap")
+        for key, label in (("peak_score", "peak"), ("end_score", "end of the connection")):
+            verdict.add(f"retransmission score (cumulative) at its {label}", None, shape[key], "", "raw/sender.pcap",
+                        "info", "the text: 'the retransmission score decreased again as more data was transmitted' "
+                                "after the spike" if key == "end_score" else setup)
+        kernel, capture = result["kernel_retransmits"], f[f"{data_dir}_retransmissions_zeek"]
+        verdict.add("retransmitted segments in the capture (zeek rule)", None, capture, "segments",
+                    "raw/sender.pcap, raw/iperf3.json", "info",
+                    f"the sender kernel's counter (tcpi_total_retrans, iperf3 -J) says {kernel}, an oracle for the "
+                    f"rule on a sender-side capture; equal within 1: {'yes' if abs(capture - kernel) <= 1 else 'no'}")
+        return
+    tail_s = (f["last_time_ns"] - f["first_time_ns"]) / 1e9
+    verdict.not_derivable("Fig. 2: inactivity after the data transfer before the connection closed",
+                          "not derivable: the paper's capture is not published and its gap comes from the "
+                          f"application (TLS download); here iperf3 closes right after its {result['duration_s']} s "
+                          f"(flow lasted {tail_s:.1f} s)")
+    verdict.figure_only("Fig. 2: ACK inter-arrival over the connection, per direction",
+                        note="figure produced on the local capture (mean per 0.1 s of the advancing ACKs' "
+                             "inter-arrival; bro-tcp logs each)", runs="raw/sender.pcap")
+    for d, role in ((ack_dir, "data receiver"), (data_dir, "data sender")):
+        acks = int(np.sum(series[d]["advancing_acks"]))
+        verdict.add(f"advancing ACKs sent by the {role} ({d})", None, acks, "", "raw/sender.pcap", "info",
+                    "the text: the sender of the data acknowledged only the handshakes and the teardown" if
+                    role == "data sender" else setup)
+    ia = series[ack_dir]["ack_interarrival_ms"]
+    verdict.add("median ACK inter-arrival of the data receiver (ms, of the 0.1 s means)", None,
+                float(np.nanmedian(ia)) if np.isfinite(ia).any() else None, "ms", "raw/sender.pcap", "info",
+                "at the bottleneck rate one MSS segment takes "
+                f"{1514 * 8 / link['rate_bps'] * 1000:.3f} ms; delayed ACKs cover two")
