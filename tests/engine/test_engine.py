@@ -108,8 +108,8 @@ def test_sigkilled_worker_measurement_is_not_started_again(cluster, tmp_path):
 def test_task_that_kills_every_worker_ends_as_killed_worker(cluster, tmp_path):
     outcomes = list(cluster.run([Task("killer", exit_worker)]))
     assert len(outcomes) == 1 and not outcomes[0].ok
-    assert outcomes[0].error == ("KilledWorker: every worker that ran killer died while running it "
-                                 "(1 worker losses allowed)")
+    assert re.fullmatch(r"KilledWorker: killer: the worker running it died, 2 time\(s\) \(the last: "
+                        r"tcp://127\.0\.0\.1:\d+\); not started again", outcomes[0].error), outcomes[0].error
     # the cluster recovers: nannies restart the workers
     assert [o.ok for o in cluster.run([Task("after", os.getpid)])] == [True]
 

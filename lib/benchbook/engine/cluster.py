@@ -143,8 +143,8 @@ class DaskEngine:
             except KilledWorker as exc:
                 last = getattr(exc, "last_worker", None)
                 outcome = Outcome(t.key, False, worker=getattr(last, "address", None), error=(
-                    f"KilledWorker: every worker that ran {t.key} died while running it "
-                    f"({self.allowed_failures} worker losses allowed)"))
+                    f"KilledWorker: {t.key}: the worker running it died, {self.allowed_failures + 1} time(s) "
+                    f"(the last: {getattr(last, 'address', last)}); not started again"))
             except Exception as exc:
                 outcome = Outcome(t.key, False, error=error_text(exc))
             finally:

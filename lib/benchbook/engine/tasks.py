@@ -84,7 +84,8 @@ def claimed_call(claim: Path, key: str, fn: Callable[..., Any], *args: Any) -> A
         except OSError:
             before = "(unreadable)"
         raise MeasurementAlreadyStarted(
-            f"{key}: this measurement was started before ({claim}: {before}); a measurement is never repeated "
+            f"{key}: this measurement was started before ({claim}: {before}), on a worker since lost or by "
+            "another run; a measurement is never repeated "
             "automatically (rerun the point yourself, e.g. resume the sweep)") from None
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started_s": time.time()}) + "\n")
@@ -130,10 +131,12 @@ def remove_attempts(final: str | os.PathLike) -> list[Path]:
 
 
 def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
-                   names: Iterable[str] = ()) -> Iterator[Outcome]:
+                   names: Iterable[str] = (), salvage: bool = False) -> Iterator[Outcome]:
     """Run tasks whose value is a dict with ``"attempt"`` (a path attempt_dir gave): each finished attempt is
     installed into ``finals[task.key]`` before its Outcome is yielded; attempt directories left beside a
-    final (by earlier runs, lost workers or failed attempts) are removed before, during and after."""
+    final (by earlier runs, lost workers or failed attempts) are removed before, during and after.
+    ``salvage``: a failed task's newest attempt is installed too (what a failed measurement collected),
+    with ``Outcome.extra["salvaged"]`` True."""
     names = tuple(names)
     for final in finals.values():
         remove_attempts(final)
@@ -144,8 +147,20 @@ def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
                     install(o.value["attempt"], finals[o.key], names)
                 except (OSError, EngineError) as exc:
                     o.ok, o.error = False, f"{type(exc).__name__}: {exc}"
+            elif salvage:
+                o.extra["salvaged"] = _salvage(finals[o.key])
             remove_attempts(finals[o.key])
             yield o
     finally:
         for final in finals.values():
             remove_attempts(final)
+
+
+def _salvage(final: Path) -> bool:
+    """Install the newest attempt of ``final`` that wrote anything; True when one was installed."""
+    roots = sorted(final.parent.glob(f".{final.name}{ATTEMPT_INFIX}*"), key=lambda p: p.stat().st_mtime)
+    for root in reversed(roots):
+        if (root / final.name).is_dir() and not final.exists():
+            install(root / final.name, final)
+            return True
+    return False
