@@ -97,7 +97,7 @@ def test_sigkilled_worker_measurement_is_not_started_again(cluster, tmp_path):
     killer.join(1)
     assert outcomes["other"].ok
     assert not outcomes["victim"].ok
-    assert outcomes["victim"].error.startswith("MeasurementAlreadyStarted: victim: this measurement was started")
+    assert outcomes["victim"].error.startswith("MeasurementAlreadyStarted: victim: started before (")
     assert [k for k, _ in starts(log)].count("victim") == 1  # the rerun refused before measuring
     assert not finals["victim"].exists() and no_attempts(out) == []
     assert (tmp_path / "claims" / "victim").is_file()

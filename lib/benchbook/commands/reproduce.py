@@ -37,6 +37,8 @@ from typing import Any
 
 import typer
 
+from benchbook.engine.options import ENGINE_OPTION, SCHEDULER_OPTION, SSH_CLUSTER_OPTION
+
 EXIT_REPRODUCED = 0
 EXIT_MISMATCH = 1
 EXIT_BAD_USAGE = 2
@@ -83,10 +85,26 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
     outcome: "reproduced" | "partial" | "mismatch" | "failed" | "skipped" (| "dry run").
     """
     from benchbook.experiment.runner import run_notebook
+
+    result, params, inputs = _prepare_entry(entry, overrides, console, dry_run)
+    if params is None:
+        return result
+    console.print(f"[bold]{entry.id}[/]: executing {entry.notebook_path} ...", highlight=False)
+    try:
+        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
+    except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
+        result.update(outcome="failed", detail=f"could not run {entry.notebook}: {type(exc).__name__}: {exc}")
+        return result
+    return _judge_run(entry, result, run.run_dir, run.status, run.error, dry_run)
+
+
+def _prepare_entry(entry, overrides: dict[str, Any], console, dry_run: bool = False
+                   ) -> tuple[dict[str, Any], dict[str, Any] | None, list[Path]]:
+    """The result so far, the notebook parameters and inputs of an entry; parameters None when the entry
+    cannot run (the result then says why)."""
     from benchbook.reproduce.capabilities import entry_blockers
     from benchbook.reproduce.datasets import DatasetError, verify_dataset
     from benchbook.reproduce.notebook_params import prepare_parameters
-    from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
     result: dict[str, Any] = {"id": entry.id, "mode": entry.mode, "run_dir": None, "verdict": None}
     blockers = entry_blockers(entry)
@@ -94,7 +112,7 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
         blockers = [b for b in blockers if b.startswith(("notebook ", "dataset "))]
     if blockers:
         result.update(outcome="skipped", detail="; ".join(blockers))
-        return result
+        return result, None, []
     folder = entry.folder.resolve()
     params: dict[str, Any] = dict(entry.parameters)
     params.update(figure_id=entry.id, registry_dir=str(folder), paper_dir=str(folder))
@@ -104,31 +122,33 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
             ds = verify_dataset(entry.dataset_dir)
         except DatasetError as exc:
             result.update(outcome="failed", detail=f"dataset verification failed: {exc}")
-            return result
+            return result, None, []
         console.print(f"[dim]dataset {entry.dataset}: {ds.n_files} files, {ds.n_bytes / 1e6:.1f} MB, "
                       f"SHA256SUMS verified[/]")
         params["dataset_dir"] = str(entry.dataset_dir.resolve())
     params.update(prepare_parameters(entry.notebook_path, overrides, injected=[*params, "dry_run"]))
     if dry_run:
         params["dry_run"] = True
-    console.print(f"[bold]{entry.id}[/]: executing {entry.notebook_path} ...", highlight=False)
-    try:
-        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
-    except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
-        result.update(outcome="failed", detail=f"could not run {entry.notebook}: {type(exc).__name__}: {exc}")
-        return result
-    result["run_dir"] = str(run.run_dir)
+    return result, params, inputs
+
+
+def _judge_run(entry, result: dict[str, Any], run_dir: Path, status: str, error: str | None,
+               dry_run: bool = False) -> dict[str, Any]:
+    """The outcome of an entry's finished run from its status and the verdict.json it wrote."""
+    from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
+
+    result["run_dir"] = str(run_dir)
     if dry_run:
-        plan = run.run_dir / DRY_RUN_FILE
-        if run.status != "complete":
-            result.update(outcome="failed", detail=f"notebook {run.status}: {run.error}")
+        plan = run_dir / DRY_RUN_FILE
+        if status != "complete":
+            result.update(outcome="failed", detail=f"notebook {status}: {error}")
         elif not plan.is_file():
-            result.update(outcome="failed", detail=f"the notebook wrote no {DRY_RUN_FILE} into {run.run_dir} "
+            result.update(outcome="failed", detail=f"the notebook wrote no {DRY_RUN_FILE} into {run_dir} "
                                                    "(does it honour dry_run?)")
         else:
             result.update(outcome="dry run", detail=f"commands in {plan}", plan=plan.read_text(encoding="utf-8"))
         return result
-    vpath = run.run_dir / VERDICT_FILE
+    vpath = run_dir / VERDICT_FILE
     verdict = None
     if vpath.is_file():
         try:
@@ -139,10 +159,10 @@ def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], con
         if not verdict.claim_text and entry.claim:
             verdict.claim_text, verdict.claim_rows = entry.claim, tuple(entry.claim_rows)
         result["verdict"] = verdict
-    if run.status != "complete":
-        result.update(outcome="failed", detail=f"notebook {run.status}: {run.error}")
+    if status != "complete":
+        result.update(outcome="failed", detail=f"notebook {status}: {error}")
     elif verdict is None:
-        result.update(outcome="failed", detail=f"the notebook wrote no {VERDICT_FILE} into {run.run_dir}")
+        result.update(outcome="failed", detail=f"the notebook wrote no {VERDICT_FILE} into {run_dir}")
     else:
         result.update(outcome=verdict.outcome, detail=verdict.summary())
         if verdict.outcome == "partial" or verdict.claim_text:
@@ -269,6 +289,9 @@ def register(app: typer.Typer) -> None:
         paper: str | None = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
         runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
+        engine: str | None = ENGINE_OPTION,
+        scheduler: str | None = SCHEDULER_OPTION,
+        ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
     ) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
         from benchbook.reproduce.notebook_params import ParameterError
@@ -280,6 +303,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_BAD_USAGE)
         if dry_run and not figure_id or dry_run and show:
             console.print("--dry-run needs an entry ID")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if (engine or scheduler or ssh_cluster) and not all_:
+            console.print("--engine, --scheduler and --ssh-cluster apply to --all")
             raise typer.Exit(EXIT_BAD_USAGE)
         overrides = _parse_overrides(param)
 
@@ -314,12 +340,26 @@ def register(app: typer.Typer) -> None:
         except ParameterError as exc:
             console.print(f"[bold red]parameter error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
-        results = []
-        for entry in entries.values():
-            res = reproduce_entry(entry, runs_dir, overrides, console)
-            if res["outcome"] != "skipped":
-                _print_result(res, console)
-            results.append(res)
+        from benchbook.engine import EngineError, engine_spec
+
+        try:
+            spec = engine_spec(engine, scheduler, ssh_cluster)
+        except EngineError as exc:
+            console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
+            raise typer.Exit(EXIT_BAD_USAGE) from exc
+        if spec.engine == "local":
+            results = []
+            for entry in entries.values():
+                res = reproduce_entry(entry, runs_dir, overrides, console)
+                if res["outcome"] != "skipped":
+                    _print_result(res, console)
+                results.append(res)
+        else:
+            try:
+                results = _reproduce_on_engine(entries, runs_dir, overrides, console, spec)
+            except EngineError as exc:
+                console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
+                raise typer.Exit(EXIT_CANNOT_RUN) from exc
         _summary(results, console)
         ran = [r["outcome"] for r in results if r["outcome"] != "skipped"]
         worst = max(ran, key=_SEVERITY.index) if ran else "reproduced"
@@ -341,3 +381,48 @@ def _summary(results: list[dict[str, Any]], console) -> None:
     counts = Counter(r["outcome"] for r in results)
     order = ("reproduced", "partial", "mismatch", "failed", "skipped")
     console.print("outcomes: " + ", ".join(f"{counts[o]} {o}" for o in order if counts[o]), highlight=False)
+
+
+def _reproduce_on_engine(entries, runs_dir: Path | None, overrides: dict[str, Any], console, spec
+                         ) -> list[dict[str, Any]]:
+    """--all on the dask engine: every entry from published data as an analysis task on the cluster (its
+    run installed and recorded by this process, with the engine); then the measuring entries here, one
+    after another, once the cluster is stopped. Results in the entries' order."""
+    from benchbook.engine import open_engine
+    from benchbook.experiment.engine_runs import finish_record, notebook_run_task
+    from benchbook.experiment.record import mark_abandoned
+    from benchbook.experiment.runner import new_run_id
+    from benchbook.paths import RUNS_DIR
+
+    runs = (Path(runs_dir) if runs_dir is not None else RUNS_DIR).resolve()
+    results: dict[str, dict[str, Any]] = {}
+    tasks, finals, pending, measuring = [], {}, {}, []
+    for entry in entries.values():
+        if entry.mode != "published-data":
+            measuring.append(entry)
+            continue
+        result, params, inputs = _prepare_entry(entry, overrides, console)
+        if params is None:
+            results[entry.id] = result
+            continue
+        mark_abandoned(runs / entry.id, noticed_by="benchbook reproduce --all")
+        run_id = new_run_id()
+        finals[entry.id] = runs / entry.id / run_id
+        pending[entry.id] = (entry, result, params)
+        tasks.append(notebook_run_task(entry.id, entry.notebook_path, params, entry.id, runs, run_id, "analysis",
+                                       inputs=tuple(str(p) for p in inputs)))
+    with open_engine(spec) as eng:
+        described = eng.describe()
+        console.print(f"engine: {spec.describe()}, {described['workers']} workers: {len(tasks)} entries from "
+                      f"published data there; {len(measuring)} measuring entries here afterwards", highlight=False)
+        for o in eng.run(tasks):
+            entry, result, params = pending.pop(o.key)
+            run = finish_record(finals[o.key], o, entry.notebook_path, entry.id, params, 0, None, described)
+            results[o.key] = _judge_run(entry, result, finals[o.key], run.status, run.error)
+            _print_result(results[o.key], console)
+    for entry in measuring:
+        res = reproduce_entry(entry, runs_dir, overrides, console)
+        if res["outcome"] != "skipped":
+            _print_result(res, console)
+        results[entry.id] = res
+    return [results[e] for e in entries]

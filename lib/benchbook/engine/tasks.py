@@ -5,6 +5,7 @@ A task is a module-level function and its arguments (so a Dask worker can import
 ``analysis``     may run again: Dask reruns it on another worker when its worker is lost.
 ``measurement``  never runs twice: the task first creates a claim file (``O_EXCL``); a second start of the
                  same task (after a worker loss) finds the claim and fails with MeasurementAlreadyStarted.
+An analysis task given a claim file starts at most once as well (a notebook run writing its own run directory).
 
 Outputs: a task writes into a fresh attempt directory beside its final place (``attempt_dir``) and returns
 it; only the client moves it into place (``install``) and writes run records, sweep files and locks. Attempt
@@ -45,7 +46,7 @@ class Task:
     fn: Callable[..., Any]                # a module-level function (imported by name on a worker)
     args: tuple[Any, ...] = ()
     kind: TaskKind = "analysis"
-    claim: Path | None = None             # measurement: the claim file created before the work starts
+    claim: Path | None = None             # the claim file created before the work starts (measurement: required)
 
     def __post_init__(self) -> None:
         if self.kind not in ("analysis", "measurement"):
@@ -65,8 +66,8 @@ class Outcome:
 
 
 def run_task(task: Task) -> Any:
-    """Run one task here (the local engine, or inside a Dask worker): a measurement claims first."""
-    if task.kind == "measurement":
+    """Run one task here (the local engine, or inside a Dask worker): a task with a claim file claims first."""
+    if task.claim is not None:
         return claimed_call(task.claim, task.key, task.fn, *task.args)  # type: ignore[arg-type]
     return task.fn(*task.args)
 
@@ -84,9 +85,8 @@ def claimed_call(claim: Path, key: str, fn: Callable[..., Any], *args: Any) -> A
         except OSError:
             before = "(unreadable)"
         raise MeasurementAlreadyStarted(
-            f"{key}: this measurement was started before ({claim}: {before}), on a worker since lost or by "
-            "another run; a measurement is never repeated "
-            "automatically (rerun the point yourself, e.g. resume the sweep)") from None
+            f"{key}: started before ({claim}: {before}), on a worker since lost or by another run; never "
+            "started twice automatically (rerun it yourself, e.g. resume the sweep)") from None
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started_s": time.time()}) + "\n")
     return fn(*args)
@@ -131,12 +131,10 @@ def remove_attempts(final: str | os.PathLike) -> list[Path]:
 
 
 def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
-                   names: Iterable[str] = (), salvage: bool = False) -> Iterator[Outcome]:
+                   names: Iterable[str] = ()) -> Iterator[Outcome]:
     """Run tasks whose value is a dict with ``"attempt"`` (a path attempt_dir gave): each finished attempt is
     installed into ``finals[task.key]`` before its Outcome is yielded; attempt directories left beside a
-    final (by earlier runs, lost workers or failed attempts) are removed before, during and after.
-    ``salvage``: a failed task's newest attempt is installed too (what a failed measurement collected),
-    with ``Outcome.extra["salvaged"]`` True."""
+    final (by earlier runs, lost workers or failed attempts) are removed before, during and after."""
     names = tuple(names)
     for final in finals.values():
         remove_attempts(final)
@@ -147,20 +145,9 @@ def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
                     install(o.value["attempt"], finals[o.key], names)
                 except (OSError, EngineError) as exc:
                     o.ok, o.error = False, f"{type(exc).__name__}: {exc}"
-            elif salvage:
-                o.extra["salvaged"] = _salvage(finals[o.key])
             remove_attempts(finals[o.key])
             yield o
     finally:
         for final in finals.values():
             remove_attempts(final)
 
-
-def _salvage(final: Path) -> bool:
-    """Install the newest attempt of ``final`` that wrote anything; True when one was installed."""
-    roots = sorted(final.parent.glob(f".{final.name}{ATTEMPT_INFIX}*"), key=lambda p: p.stat().st_mtime)
-    for root in reversed(roots):
-        if (root / final.name).is_dir() and not final.exists():
-            install(root / final.name, final)
-            return True
-    return False

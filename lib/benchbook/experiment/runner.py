@@ -212,7 +212,7 @@ def run_notebook(
     fingerprint: dict[str, Any] | None = None,
     capabilities: Iterable[dict[str, Any]] = (),
     kernel: KernelSession | None = None,
-    attempt_dir: Path | None = None,
+    run_dir: Path | None = None,
 ) -> RunResult:
     """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
 
@@ -224,8 +224,8 @@ def run_notebook(
     with SHA-256, metrics and capabilities. KeyboardInterrupt marks the run "interrupted" and is
     re-raised; any other failure marks it "failed" and keeps everything the notebook wrote.
 
-    With ``attempt_dir`` (a task on an engine, benchbook.engine) the run goes into that new directory, which
-    the client later moves to its run directory and whose record it rewrites; no other record is touched.
+    With ``run_dir`` (a task on an engine, benchbook.engine) the run goes into that new directory and no
+    other record is touched (the client looks for abandoned runs itself and rewrites this run's record).
     """
     _defer_iri_grammar()
     import papermill as pm
@@ -240,11 +240,11 @@ def run_notebook(
     # absolute: the notebook runs inside its run directory and gets output_dir from it
     runs_dir = (Path(runs_dir) if runs_dir is not None else RUNS_DIR).resolve()
     run_id = run_id or new_run_id()
-    if attempt_dir is None:
+    if run_dir is None:
         abandoned = mark_abandoned(runs_dir / experiment, noticed_by=f"run {run_id}")
         run_dir = runs_dir / experiment / run_id
     else:
-        abandoned, run_dir = [], Path(attempt_dir)
+        abandoned, run_dir = [], Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=False)
     (run_dir / "raw").mkdir()
     (run_dir / "analysis").mkdir()
