@@ -45,13 +45,15 @@ def _deltas(rtt_deltas_ms: Any) -> list[float]:
 
 def sets_for(part: str, rtt_deltas_ms: Any = "0", base_delay_ms: float = 0.0) -> dict[str, list[str]]:
     """The flow sets of a part. fig6.1a: every pair of FIG61's algorithms, ``base_delay_ms`` added to both
-    flows' paths; fig6.1b: per algorithm and RTT difference d, one flow with no added delay and one with d."""
+    flows' paths; fig6.1b: per algorithm and RTT difference d, one flow with ``base_delay_ms`` added and one
+    with ``base_delay_ms`` + d."""
     if part == "fig6.1a":
         ccas = list(FIG61)
         spec = (lambda c: f"{c}@{base_delay_ms:g}") if base_delay_ms else (lambda c: c)
         return {f"{a}-{b}": [spec(a), spec(b)] for i, a in enumerate(ccas) for b in ccas[i:]}
     if part == "fig6.1b":
-        return {f"{c}-rtt{d:g}": [f"{c}@0", f"{c}@{d:g}"] for c in FIG61 for d in _deltas(rtt_deltas_ms)}
+        return {f"{c}-rtt{d:g}": [f"{c}@{base_delay_ms:g}", f"{c}@{base_delay_ms + d:g}"] for c in FIG61
+                for d in _deltas(rtt_deltas_ms)}
     return SETS_OF_PART[part]
 
 

@@ -154,8 +154,9 @@ def test_fig6_1b_short_run_compares_the_runnable_cells_and_names_what_is_not_der
     assert "fig6-1b" in verdict["figures"] and (run / "fig6-1b.html").is_file()
     metrics = json.loads((run / "metrics.json").read_text())
     delays = metrics["link_emulation"]["delay"]
-    assert delays["per_flow_ms"] == {"2": 100.0}
+    assert delays["per_flow_ms"] == {"1": 100.0, "2": 200.0}
     if delays["mode"] == "delay-line":
+        assert delays["delay_lines"]["2"]["configured_delay_ms"] == 200.0
         assert delays["delay_lines"]["2"]["calibration_lateness"]
     tokens = {m["token"] for m in metrics["runs"]}
     assert len(tokens) == 3 and None not in tokens

@@ -4,17 +4,18 @@
     s2:s2e ─┼─ rtr ── rtr:rb ── rcv:rcv0      198.19.0.254/24 router, 198.19.0.1/24 receiver
     ...    ─┘        (bottleneck: egress of rtr:rb)
 
-The bottleneck is the router's egress towards the receiver: htb (or tbf) at ``rate_bps`` with a pfifo
-of ``buffer_packets``. Every host interface has ``gso_max_segs 1`` so that the FIFO counts MTU-sized
-packets, not GSO super-packets. Each flow is one iperf3 client in its own sender namespace with its
-congestion control set explicitly (``iperf3 -C``; the run checks the CCA iperf3 reports). Loss is
-an nftables ``numgen random`` drop in the router's forward chain. Extra per-flow delay (base RTT
-differences for RTT fairness) and link delay use netem on the sender's egress where the kernel has it,
-else the native delay line ``bb-delayline`` in a namespace of its own on that sender's link (constant
-delay on the sender -> router direction; its rate ceiling and lateness are measured at start and kept
-in the run record); jitter needs netem. What cannot be emulated is `NotRunnable`, recorded, never
-faked. Everything lives in namespaces named with the run token (`benchbook.testbed.local`), removed on
-success, failure, Ctrl-C and SIGTERM.
+The bottleneck is the router's egress towards the receiver: htb (or tbf) at ``rate_bps`` with a pfifo of
+``buffer_packets`` (with ``isolate_udp_dport``: two htb classes, each with its own pfifo, UDP to that
+port in a class of its own with a guaranteed rate and priority). Every host interface has ``gso_max_segs
+1`` so that the FIFO counts MTU-sized packets, not GSO super-packets. Each flow is one iperf3 client in
+its own sender namespace with its congestion control set explicitly (``iperf3 -C``; the run checks the
+CCA iperf3 reports). Loss is an nftables ``numgen random`` drop in the router's forward chain. Extra
+per-flow delay (base RTT differences for RTT fairness) and link delay use netem on the sender's egress
+where the kernel has it, else the native delay line ``bb-delayline`` in a namespace of its own on that
+sender's link (constant delay on the sender -> router direction; its rate ceiling and lateness are
+measured at start and kept in the run record); jitter needs netem. What cannot be emulated is
+`NotRunnable`, recorded, never faked. Everything lives in namespaces named with the run token
+(`benchbook.testbed.local`), removed on success, failure, Ctrl-C and SIGTERM.
 
 Root chooses any available congestion control per socket (CAP_NET_ADMIN), so the host-wide
 ``net.ipv4.tcp_allowed_congestion_control`` is not changed; the run record keeps its value before
@@ -68,10 +69,14 @@ class LinkSpec:
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
     loss: float = 0.0              # fraction of forwarded packets dropped at random
+    isolate_udp_dport: int | None = None   # htb only: UDP to this port gets a class and FIFO of its own
+    isolated_rate_bps: int = 2_000_000     # that class's guaranteed rate (priority over the rest)
 
     def __post_init__(self) -> None:
         if self.shaper not in ("htb", "tbf"):
             raise ValueError(f"shaper must be htb or tbf, got {self.shaper!r}")
+        if self.isolate_udp_dport is not None and self.shaper != "htb":
+            raise ValueError("isolate_udp_dport needs the htb shaper")
         if not 0.0 <= self.loss < 1.0:
             raise ValueError(f"loss must be a fraction in [0, 1), got {self.loss}")
 
@@ -240,7 +245,11 @@ class Dumbbell:
         cmds.append(("rcv", ["ip", "link", "set", "dev", name("rcv0"), "gso_max_segs", "1"]))
         dev = name("rb")
         cmds.append(("rtr", ["ip", "link", "set", "dev", dev, "gso_max_segs", "1"]))
-        if self.link.shaper == "htb":
+        if self.link.shaper == "htb" and self.link.isolate_udp_dport is not None:
+            cmds += [("rtr", argv) for argv in tc.htb_isolated_bottleneck(
+                dev, self.link.rate_bps, self.link.buffer_packets, self.link.isolate_udp_dport,
+                self.link.isolated_rate_bps)]
+        elif self.link.shaper == "htb":
             cmds += [("rtr", argv) for argv in tc.htb_bottleneck(dev, self.link.rate_bps, self.link.buffer_packets)]
         else:
             cmds.append(("rtr", tc.tbf(dev, self.link.rate_bps, limit_bytes=self.link.buffer_packets * 1514,

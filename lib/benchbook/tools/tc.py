@@ -34,14 +34,25 @@ def htb_root(dev: str, *, handle: str = "1:", default_class: str = "10") -> list
 
 
 def htb_class(dev: str, rate_bps: int, *, parent: str = "1:", classid: str = "1:10", ceil_bps: int | None = None,
-              quantum_bytes: int | None = 1514) -> list[str]:
-    """An htb class; quantum 1514 keeps htb from warning about big quanta at high rates."""
+              quantum_bytes: int | None = 1514, prio: int | None = None) -> list[str]:
+    """An htb class; quantum 1514 keeps htb from warning about big quanta at high rates; a lower ``prio``
+    is served first when classes borrow."""
     argv = ["tc", "class", "replace", "dev", dev, "parent", parent, "classid", classid, "htb", "rate", _rate(rate_bps)]
     if ceil_bps:
         argv += ["ceil", _rate(ceil_bps)]
+    if prio is not None:
+        argv += ["prio", str(prio)]
     if quantum_bytes:
         argv += ["quantum", str(quantum_bytes)]
     return argv
+
+
+def u32_udp_dport(dev: str, dport: int, flowid: str, *, parent: str = "1:", prio: int = 1) -> list[str]:
+    """A u32 filter sending IPv4 UDP to ``dport`` into class ``flowid``."""
+    if not 0 < dport < 65536:
+        raise TcError(f"UDP port must be 1-65535, got {dport}")
+    return ["tc", "filter", "replace", "dev", dev, "parent", parent, "protocol", "ip", "prio", str(prio), "u32",
+            "match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", str(dport), "0xffff", "flowid", flowid]
 
 
 def tbf(dev: str, rate_bps: int, *, burst_bytes: int = 32768, latency_ms: float | None = None,
@@ -74,6 +85,21 @@ def bfifo(dev: str, limit_bytes: int, *, parent: str = "root", handle: str | Non
 def htb_bottleneck(dev: str, rate_bps: int, limit_packets: int) -> list[list[str]]:
     """htb at ``rate_bps`` with a pfifo of ``limit_packets`` under its one class (all traffic)."""
     return [htb_root(dev), htb_class(dev, rate_bps), pfifo(dev, limit_packets, parent="1:10", handle="10:")]
+
+
+def htb_isolated_bottleneck(dev: str, rate_bps: int, limit_packets: int, udp_dport: int,
+                            isolated_rate_bps: int) -> list[list[str]]:
+    """htb at ``rate_bps`` with two classes under one parent, each with its own pfifo of ``limit_packets``:
+    UDP to ``udp_dport`` gets ``isolated_rate_bps`` guaranteed at priority 0 (class 1:20), everything else
+    the rest (class 1:10, the default); either may borrow up to the link rate."""
+    if not 0 < isolated_rate_bps < rate_bps:
+        raise TcError(f"isolated rate must be between 0 and the link rate {rate_bps}, got {isolated_rate_bps}")
+    return [htb_root(dev), htb_class(dev, rate_bps, classid="1:1", ceil_bps=rate_bps),
+            htb_class(dev, rate_bps - isolated_rate_bps, parent="1:1", classid="1:10", ceil_bps=rate_bps, prio=1),
+            htb_class(dev, isolated_rate_bps, parent="1:1", classid="1:20", ceil_bps=rate_bps, prio=0),
+            pfifo(dev, limit_packets, parent="1:10", handle="10:"),
+            pfifo(dev, limit_packets, parent="1:20", handle="20:"),
+            u32_udp_dport(dev, udp_dport, "1:20")]
 
 
 def show_argv(dev: str | None = None) -> list[str]:
