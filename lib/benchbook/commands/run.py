@@ -1,11 +1,14 @@
-"""`benchbook run NOTEBOOK -p name=v1,v2 ... [--repeat N] [--resume] [--shuffle] [--experiment NAME]`:
-a Cartesian sweep through papermill, one run record per point (benchbook.experiment.sweep)."""
+"""`benchbook run NOTEBOOK -p name=v1,v2 ... [--repeat N] [--resume] [--shuffle] [--experiment NAME]
+[--fresh-kernel]`: a Cartesian sweep through papermill, one run record per point (benchbook.experiment.sweep),
+the points in one shared kernel (benchbook.experiment.kernel_session) unless --fresh-kernel."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
+
+from benchbook.engine.options import ENGINE_OPTION, SCHEDULER_OPTION, SSH_CLUSTER_OPTION
 
 
 def register(app: typer.Typer) -> None:
@@ -27,10 +30,18 @@ def register(app: typer.Typer) -> None:
         runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run records go "
                                                 "(default: data/runs or $BENCHBOOK_RUNS)"),
         no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+        fresh_kernel: bool = typer.Option(False, "--fresh-kernel", help="start a new kernel for every point "
+                                          "(default: one kernel for the sweep, reset to a fresh kernel's state "
+                                          "before each point, and one browser for static figures)"),
+        engine: str | None = ENGINE_OPTION,
+        scheduler: str | None = SCHEDULER_OPTION,
+        ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
     ) -> None:
         """Run NOTEBOOK over the Cartesian grid of -p values x --repeat, one run record per point."""
         import signal
+        from contextlib import ExitStack
 
+        from benchbook.engine import EngineError, engine_spec, open_engine
         from benchbook.experiment.lock import ExperimentLocked
         from benchbook.experiment.sweep import SweepError, parse_grid, run_sweep
         from benchbook.reproduce.notebook_params import ParameterError, prepare_parameters
@@ -47,9 +58,14 @@ def register(app: typer.Typer) -> None:
             grid = parse_grid(param)
             grid = {name: [prepare_parameters(notebook, {name: v})[name] for v in values]
                     for name, values in grid.items()}
-            outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
-                                resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress)
-        except (SweepError, ParameterError, ExperimentLocked, FileNotFoundError, ValueError) as exc:
+            spec = engine_spec(engine, scheduler, ssh_cluster)
+            with ExitStack() as stack:
+                # points are measurements: a worker lost mid-point ends that point (KilledWorker), never a rerun
+                eng = stack.enter_context(open_engine(spec, allowed_failures=0)) if spec.engine == "dask" else None
+                outcome = run_sweep(notebook, grid, repeat=repeat, experiment=experiment, runs_dir=runs_dir,
+                                    resume=resume, shuffle=shuffle, seed=seed, progress=not no_progress,
+                                    shared_kernel=not fresh_kernel, engine=eng)
+        except (SweepError, ParameterError, ExperimentLocked, FileNotFoundError, ValueError, EngineError) as exc:
             typer.echo(f"benchbook run: error: {exc}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:

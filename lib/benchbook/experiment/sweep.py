@@ -304,8 +304,8 @@ def run_sweep(
         outcome.skipped = [p["key"] for p in manifest["points"] if p["status"] == "complete"]
         fingerprint = host_fingerprint() if todo else None
         bar = _Bar(len(manifest["points"]), len(outcome.skipped), enabled=progress)
-        if engine is not None:  # points as measurement tasks on an engine (benchbook.experiment.sweep_engine)
-            from benchbook.experiment.sweep_engine import run_points_on_engine
+        if engine is not None:  # points as measurement tasks on an engine (benchbook.experiment.engine_runs)
+            from benchbook.experiment.engine_runs import run_points_on_engine
 
             def save() -> None:
                 manifest["updated"] = _now()
