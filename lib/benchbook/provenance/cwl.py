@@ -22,7 +22,7 @@ import csv
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,26 +54,27 @@ class PinnedEnvironment:
     lock: str
     lock_sha256: str
     benchbook_version: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def pinned_environment(root: Path = REPO_ROOT) -> PinnedEnvironment:
     """The pinned environment of the checkout at ``root``: channels.scm, manifests/analysis.scm, the Guix
     index of the pinned commit (versions) and manifests/requirements.lock (SHA-256)."""
     from benchbook.provenance.checksums import sha256_file
+    from benchbook.provenance.environment import guix_channel_commit
     from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
-    from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, split_spec
+    from benchbook.provenance.scheme import SchemeSyntaxError, manifest_specifications, split_spec
 
     root = Path(root)
     channels = root / "channels.scm"
     manifest = root / "manifests" / "analysis.scm"
     lock = root / "manifests" / "requirements.lock"
     try:
-        commits = channel_commits(channels)
+        commit = guix_channel_commit(channels)
         specs = manifest_specifications(manifest)
     except (OSError, SchemeSyntaxError) as exc:
         raise CwlExportError(f"cannot read the pinned Guix environment: {exc}") from None
-    commit = commits.get("guix") or next(iter(commits.values()))
+    if commit is None:
+        raise CwlExportError(f"{channels}: no channels file (expected the pinned Guix channel)")
     try:
         index = read_index(index_path(root / "manifests", commit))
         rows = index.rows
@@ -81,9 +82,9 @@ def pinned_environment(root: Path = REPO_ROOT) -> PinnedEnvironment:
         rows = {}
     packages = []
     for spec in specs:
-        name, version = split_spec(spec)
+        name, pinned = split_spec(spec)
         row = rows.get(name)
-        packages.append((name, version or (row.version if row else ""), row.module if row else ""))
+        packages.append((name, pinned or (row.version if row else ""), row.module if row else ""))
     if not lock.is_file():
         raise CwlExportError(f"{lock}: no pip lock (expected the hashed lock benchbook's Python packages come from)")
     try:
@@ -197,7 +198,7 @@ def latency_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "name": _input("string", "name of the output directory", prefix="-o", position=3, default="latency"),
             "id_offset": _input("int?", "frame offset of the packet id", prefix="--id-offset", position=4),
             "id_width": _input("int?", "id width in bytes (1..8; default 8)", prefix="--id-width", position=4),
-            "id_big_endian": {**_flag("--id-big-endian", "id is big-endian (default little)")},
+            "id_big_endian": _flag("--id-big-endian", "id is big-endian (default little)"),
             "content_key": _flag("--content-key", "MoonSniff/pos key: bytes 12-64, checksums zeroed"),
             "max_latency_ms": _input("double?", "latencies must be below this (default 5000)",
                                      prefix="--max-latency-ms", position=4),
