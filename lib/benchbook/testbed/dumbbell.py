@@ -24,6 +24,7 @@ and after.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from benchbook.testbed.capabilities import (
     probe_qdisc,
     probe_tracepoint,
 )
+from benchbook.testbed.link_schedule import LinkSchedule, Step
 from benchbook.testbed.local import LocalBackend, LocalTestbed
 from benchbook.testbed.topology import Topology, dumbbell
 from benchbook.tools import delayline, iperf3, ss, tc
@@ -151,6 +153,8 @@ class Dumbbell:
     delay_mode: str = "none"                 # "none" | "netem" | "delay-line"
     delay_lines: dict[int, delayline.DelayLine] = field(default_factory=dict)
     delay_line_record: dict[int, dict[str, Any]] = field(default_factory=dict)
+    schedule: LinkSchedule | None = None     # rate/delay steps applied during run_flows
+    schedule_applied: list[dict[str, Any]] = field(default_factory=list)
 
     def delays_ms(self) -> dict[int, float]:
         """Added one-way delay per sender (1-based), only those with a delay."""
@@ -179,6 +183,13 @@ class Dumbbell:
         self.capabilities.append(Capability("delay emulation", status, f"{mode or 'none possible'}: {why}"))
         missing = [c for c in self.capabilities if not c.ok and not (c.capability == "netem" and mode)
                    and c.status != "substituted"]
+        if self.schedule is not None and self.link.isolate_udp_dport is not None:
+            raise ValueError("a link schedule changes the one bottleneck class; it cannot drive the isolated classes")
+        if self.schedule is not None and self.schedule.has_delay and mode != "netem":
+            netem = probe_netem()
+            missing.append(Capability("scheduled delay steps", "missing",
+                                      f"delay steps need netem ({netem.status}: {netem.detail}); the delay line "
+                                      "holds a constant delay"))
         if missing:
             raise NotRunnable("dumbbell: " + "; ".join(f"{c.capability} {c.status}: {c.detail}" for c in missing))
         self.delay_mode = mode
@@ -262,6 +273,34 @@ class Dumbbell:
                                         "drop"]))
         return cmds
 
+    def step_commands(self, step: Step, ifname: Any = None) -> list[tuple[str, list[str]]]:
+        """(role, argv) that put one schedule step into force: the bottleneck rate, the senders' netem delay."""
+        name = ifname or self.ifname
+        cmds: list[tuple[str, list[str]]] = []
+        if step.rate_bps is not None:
+            dev = name("rb")
+            cmds.append(("rtr", tc.htb_class(dev, step.rate_bps) if self.link.shaper == "htb" else
+                         tc.tbf(dev, step.rate_bps, limit_bytes=self.link.buffer_packets * 1514, handle="1:")))
+        if step.delay_ms is not None:
+            for i, flow in enumerate(self.flows, 1):
+                cmds.append((f"s{i}", ["tc", "qdisc", "replace", "dev", name(f"s{i}e"), "root", "netem", "delay",
+                                       f"{step.delay_ms + flow.extra_delay_ms:g}ms", "limit", "100000"]))
+        return cmds
+
+    def _apply_schedule(self, t0: float, stop: threading.Event) -> None:
+        """Each step at ``t0`` + its time (monotonic clock) until ``stop``; records when it was applied."""
+        tb = self.tb
+        assert tb is not None and self.schedule is not None
+        for step in self.schedule.steps:
+            if stop.wait(max(0.0, t0 + step.t_s - time.monotonic())):
+                return
+            applied = time.monotonic() - t0
+            for role, argv in self.step_commands(step):
+                tb.host(role).run(argv, what=f"schedule step at {step.t_s:g} s")
+            self.schedule_applied.append({"t_s": step.t_s, "applied_at_s": round(applied, 6),
+                                          "done_at_s": round(time.monotonic() - t0, 6), "rate_bps": step.rate_bps,
+                                          "delay_ms": step.delay_ms})
+
     def flow_commands(self, duration_s: int, interval_s: float = 0.3) -> list[tuple[str, list[str]]]:
         """(role, argv) of the iperf3 servers and clients of one run."""
         cmds = [("rcv", iperf3.server_argv(BASE_PORT + i)) for i in range(1, len(self.flows) + 1)]
@@ -284,6 +323,9 @@ class Dumbbell:
         if mode == "":
             lines.append(f"# not runnable here: {_why}")
         lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.flow_commands(duration_s, interval_s)]
+        for step in self.schedule.steps if self.schedule else ():
+            lines += [f"[{role}] {' '.join(argv)}   (at {step.t_s:g} s after the flows start)"
+                      for role, argv in self.step_commands(step, tb.ifname)]
         lines.append(f"[rtr] {' '.join(tc.show_argv(tb.ifname('rb')))}")
         return lines
 
@@ -309,9 +351,15 @@ class Dumbbell:
         if ss_interval_s:
             samplers = {i: ss.Sampler(LocalHost(name=f"s{i}", netns=tb.netns(f"s{i}")), ss_interval_s,
                                       f"dport = :{BASE_PORT + i}").start() for i in range(1, len(self.flows) + 1)}
+        stop_schedule = threading.Event()
+        scheduler = None
         try:
             clients = []
             t0 = time.time()
+            if self.schedule is not None:
+                scheduler = threading.Thread(target=self._apply_schedule, args=(time.monotonic(), stop_schedule),
+                                             daemon=True)
+                scheduler.start()
             for i, flow in enumerate(self.flows, 1):
                 argv = iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=flow.cca,
                                           interval_s=interval_s)
@@ -326,6 +374,9 @@ class Dumbbell:
                 results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
                                           cl.command.output("stdout")))
         finally:
+            stop_schedule.set()
+            if scheduler is not None:
+                scheduler.join(timeout=30)
             ss_samples = {i: s.stop() for i, s in samplers.items()}
         stats = tc.qdisc_stats(tb.host("rtr"), self.ifname("rb"))
         for i, dl in self.delay_lines.items():
@@ -345,7 +396,10 @@ class Dumbbell:
                                               "not changed"},
                 "offloads": "gso_max_segs 1 on every interface (the FIFO counts MTU-sized packets)",
                 "delay": {"mode": self.delay_mode, "per_flow_ms": self.delays_ms(),
-                          "delay_lines": {str(i): r for i, r in self.delay_line_record.items()}}}
+                          "delay_lines": {str(i): r for i, r in self.delay_line_record.items()}},
+                "schedule": None if self.schedule is None else {
+                    "source": self.schedule.source, "steps": [asdict(st) for st in self.schedule.steps],
+                    "applied": list(self.schedule_applied)}}
 
 
 __all__ = ["Dumbbell", "FlowResult", "FlowSpec", "LinkSpec", "dumbbell_topology", "requirements"]

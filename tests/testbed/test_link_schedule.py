@@ -1,0 +1,85 @@
+"""Time-varying link schedules: the file format and its errors, seeded generation, and (root) a dumbbell whose
+measured rate follows the scheduled rate steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
+from benchbook.testbed.link_schedule import ScheduleError, Step, parse_schedule, random_schedule, read_schedule
+from conftest import require_program, require_root
+
+SCHEDULE = """# t_s rate_mbps delay_ms
+0    40  -
+3, 10, -      # commas work too
+6    25  -
+"""
+
+
+def test_file_format_and_rate_in_force(tmp_path: Path) -> None:
+    path = tmp_path / "steps.txt"
+    path.write_text(SCHEDULE)
+    sch = read_schedule(path)
+    assert sch.steps == (Step(0.0, 40_000_000), Step(3.0, 10_000_000), Step(6.0, 25_000_000))
+    assert not sch.has_delay and sch.source == str(path)
+    assert [sch.rate_at(t, 1) for t in (0, 2.9, 3, 5.99, 6, 100)] == [40e6, 40e6, 10e6, 10e6, 25e6, 25e6]
+    assert parse_schedule(sch.text()).steps == sch.steps
+    assert parse_schedule("1 - 20\n").steps == (Step(1.0, None, 20.0),)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0 40\n", "<schedule>:1: expected 't_s rate_mbps delay_ms' (3 fields), got 2"),
+    ("0 40 -\n2 fast -\n", "<schedule>:2: rate_mbps must be a number or '-', got 'fast'"),
+    ("0 0 -\n", "<schedule>:1: rate_mbps must be > 0"),
+    ("- 10 -\n", "<schedule>:1: t_s must be a number, got '-'"),
+    ("0 10 -\n5 20 -\n5 30 -\n", "<schedule>: step 3 at 5 s does not come after 5 s"),
+    ("# nothing\n", "<schedule>: no steps"),
+])
+def test_bad_schedules_name_the_line(text: str, message: str) -> None:
+    with pytest.raises(ScheduleError) as exc:
+        parse_schedule(text)
+    assert message in str(exc.value)
+
+
+def test_random_schedule_is_the_same_for_the_same_seed() -> None:
+    a = random_schedule(7, 10, 2, (10, 50), (0, 40))
+    assert a == random_schedule(7, 10, 2, (10, 50), (0, 40))
+    assert a.steps != random_schedule(8, 10, 2, (10, 50), (0, 40)).steps
+    assert [s.t_s for s in a.steps] == [0, 2, 4, 6, 8]
+    assert all(10e6 <= s.rate_bps <= 50e6 and 0 <= s.delay_ms <= 40 for s in a.steps)
+    assert parse_schedule(a.text()).steps == a.steps
+
+
+def test_dry_run_lists_each_step_with_its_time() -> None:
+    db = Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100), [FlowSpec("cubic")],
+                  schedule=parse_schedule(SCHEDULE))
+    lines = [ln for ln in db.dry_run(9, 0.5) if "after the flows start" in ln]
+    assert len(lines) == 3
+    assert lines[1].startswith("[rtr] tc class replace dev bb-000000-rb parent 1: classid 1:10 htb rate 10000000bit")
+    assert "(at 3 s after the flows start)" in lines[1]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_measured_rate_follows_the_steps(tmp_path: Path) -> None:
+    require_root()
+    require_program("iperf3")
+    from benchbook.testbed.cleanup import leftovers
+
+    sch = parse_schedule(SCHEDULE, "test schedule")
+    with Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100), [FlowSpec("cubic")], schedule=sch) as db:
+        res = db.run_flows(9, 0.5)
+        token = db.tb.token
+    rep = res["flows"][0].report
+    t = np.array([r["start_s"] for r in rep.intervals])
+    bps = np.array([r["bps"] for r in rep.intervals])
+    for start, end, rate in ((1, 3, 40e6), (4, 6, 10e6), (7, 9, 25e6)):
+        got = bps[(t >= start) & (t < end)].mean()
+        assert 0.7 * rate < got < 1.05 * rate, (start, end, rate, got)   # payload: headers take ~3 %
+    applied = res["record"]["schedule"]["applied"]
+    assert [a["t_s"] for a in applied] == [0, 3, 6] and all(a["applied_at_s"] >= a["t_s"] for a in applied)
+    assert leftovers({token}) == leftovers(set())
