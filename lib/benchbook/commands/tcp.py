@@ -33,6 +33,10 @@ def tcp(
 
     With --each, DIR/<name>/ holds exactly what `benchbook tcp CAPTURE -o DIR/<name>` writes, whichever
     --engine runs the analyses."""
+    for p in captures:
+        if not p.is_file():
+            typer.echo(f"error: {p}: no such file", err=True)
+            raise typer.Exit(2)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # returns freed memory: flat peak RSS
     if "numba" not in sys.modules:
         # numba's CPU target, initialised on the first kernel call, imports SciPy (0.2-0.3 s, for BLAS) and cffi
@@ -54,10 +58,6 @@ def tcp(
 
     if rule not in RULES:
         raise typer.BadParameter(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}", param_hint="--rule")
-    for p in captures:
-        if not p.is_file():
-            typer.echo(f"error: {p}: no such file", err=True)
-            raise typer.Exit(2)
     from benchbook.analysis.tcp_report import analyze_tcp, format_flows
 
     if each:
