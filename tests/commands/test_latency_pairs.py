@@ -104,3 +104,20 @@ def test_pairs_and_captures_exclude_each_other(pairs, tmp_path):
     r = run("latency", str(d / "caps" / "pre0.pcap"), str(d / "caps" / "post0.pcap"), "--engine", "dask",
             "-o", str(tmp_path / "o"), "--id-offset", "42")
     assert r.returncode == 2 and "apply to --pairs" in r.stderr
+
+
+def test_a_failing_pair_leaves_the_others_and_no_merged_histogram(pairs, tmp_path):
+    d, _ = pairs
+    good = (d / "caps" / "pre0.pcap").read_bytes()
+    bad = tmp_path / "bad.pcap"  # a valid file header, then a record claiming 2 GiB
+    bad.write_bytes(good[:24] + b"\0" * 8 + b"\xff\xff\xff\x7f" * 2 + b"x" * 100)
+    csv = tmp_path / "p.csv"
+    csv.write_text(f"pre,post,name\n{d}/caps/pre0.pcap,{d}/caps/post0.pcap,good\n{bad},{d}/caps/post1.pcap,bad\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "merged.json").write_text("from an earlier run")
+    r = run("latency", "--pairs", str(csv), "-o", str(out), "--id-offset", "42")
+    assert r.returncode == 1
+    assert f"pair bad: CaptureFormatError: {bad}: at byte offset 24: packet record 0 claims 2147483647" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["good"]  # no partial 'bad', no stale merge, no attempt
+    assert (out / "good" / "summary.json").is_file()

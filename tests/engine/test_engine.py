@@ -19,7 +19,7 @@ import pytest
 from benchbook.engine import EngineError, Task, engine_spec, run_installing
 from benchbook.engine.cluster import DaskEngine, known_hosts_file, ssh_cluster_arguments
 from benchbook.engine.local import LocalEngine, environment_versions
-from benchbook.engine.options import security_from_env
+from benchbook.engine.options import TLS_ENV, security_from_env
 from engine_tasks import exit_worker, write_slowly
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,15 +149,24 @@ def test_a_worker_of_another_benchbook_version_is_refused(cluster, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_tls_cluster_with_a_temporary_ca(tmp_path):
+def test_tls_from_the_environment_with_a_temporary_ca(tmp_path):
+    """A CA and a certificate made for the test (Security.temporary), written to PEM files and named by
+    BENCHBOOK_TLS_*: the local cluster and the client speak TLS only."""
     from distributed.security import Security
 
-    eng = DaskEngine(n_workers=1, security=Security.temporary())
-    try:
+    from benchbook.engine import open_engine
+
+    made = Security.temporary()
+    env = {}
+    for var, pem in zip(TLS_ENV, (made.tls_ca_file, made.tls_client_cert, made.tls_client_key), strict=True):
+        (tmp_path / var).write_text(pem)
+        env[var] = str(tmp_path / var)
+    sec = security_from_env(env)
+    assert sec.require_encryption and sec.tls_ca_file == str(tmp_path / "BENCHBOOK_TLS_CA_FILE")
+    with open_engine(engine_spec("dask", None, None, {}), n_workers=1, security=sec) as eng:
         assert eng.scheduler_address.startswith("tls://")
         assert [o.ok for o in eng.run([Task("t", os.getpid)])] == [True]
-    finally:
-        eng.close()
+        assert all(w.startswith("tls://") for w in eng.describe()["versions"]["workers"])
 
 
 def test_local_engine_runs_in_order_and_reports_errors():
