@@ -83,6 +83,8 @@ class DaskEngine:
                     n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                     host="127.0.0.1", scheduler_port=0, dashboard_address=None, security=security,
                     silence_logs=logging.CRITICAL,
+                    # no dashboard; the scheduler's HTTP endpoints (health, metrics) on a free port, not 8787
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     protocol="tls://" if security is not None and getattr(security, "require_encryption", False)
                     else None))
                 address = self.cluster
