@@ -65,21 +65,25 @@ def test_dry_run_lists_each_step_with_its_time() -> None:
 @pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_measured_rate_follows_the_steps(tmp_path: Path) -> None:
+def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
     from benchbook.testbed.cleanup import leftovers
 
-    sch = parse_schedule(SCHEDULE, "test schedule")
-    with Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100), [FlowSpec("cubic")], schedule=sch) as db:
+    path = tmp_path / "steps.txt"
+    path.write_text("0 40 -\n3 10 -\n5 0.001 -\n6 25 -\n")    # 5-6 s: closed (one frame in 12 s)
+    sch = read_schedule(path)
+    with Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100, shaper="tbf"), [FlowSpec("cubic")],
+                  schedule=sch) as db:
         res = db.run_flows(9, 0.5)
         token = db.tb.token
     rep = res["flows"][0].report
     t = np.array([r["start_s"] for r in rep.intervals])
     bps = np.array([r["bps"] for r in rep.intervals])
-    for start, end, rate in ((1, 3, 40e6), (4, 6, 10e6), (7, 9, 25e6)):
+    for start, end, rate in ((1, 3, 40e6), (3.5, 5, 10e6), (7, 9, 25e6)):
         got = bps[(t >= start) & (t < end)].mean()
         assert 0.7 * rate < got < 1.05 * rate, (start, end, rate, got)   # payload: headers take ~3 %
+    assert bps[(t >= 5.0) & (t < 5.5)].max() < 1e6                       # closed: at most a frame or two
     applied = res["record"]["schedule"]["applied"]
-    assert [a["t_s"] for a in applied] == [0, 3, 6] and all(a["applied_at_s"] >= a["t_s"] for a in applied)
+    assert [a["t_s"] for a in applied] == [0, 3, 5, 6] and all(a["applied_at_s"] >= a["t_s"] for a in applied)
     assert leftovers({token}) == leftovers(set())

@@ -277,10 +277,17 @@ class Dumbbell:
         """(role, argv) that put one schedule step into force: the bottleneck rate, the senders' netem delay."""
         name = ifname or self.ifname
         cmds: list[tuple[str, list[str]]] = []
-        if step.rate_bps is not None:
+        if step.rate_bps is not None and self.link.shaper == "htb":
+            cmds.append(("rtr", tc.htb_class(name("rb"), step.rate_bps)))
+        elif step.rate_bps is not None:
+            # tbf refills its bucket on a change and sets its child's limit to its own byte limit: the bucket
+            # holds 2.5 ms at the new rate (at least one frame, at most the 32 KiB of the set-up), and the
+            # pfifo's packet limit is put back
             dev = name("rb")
-            cmds.append(("rtr", tc.htb_class(dev, step.rate_bps) if self.link.shaper == "htb" else
-                         tc.tbf(dev, step.rate_bps, limit_bytes=self.link.buffer_packets * 1514, handle="1:")))
+            burst = max(1514, min(32768, int(step.rate_bps / 8 * 0.0025)))
+            cmds.append(("rtr", tc.tbf(dev, step.rate_bps, burst_bytes=burst,
+                                       limit_bytes=self.link.buffer_packets * 1514, handle="1:")))
+            cmds.append(("rtr", tc.pfifo(dev, self.link.buffer_packets, parent="1:1", handle="10:")))
         if step.delay_ms is not None:
             for i, flow in enumerate(self.flows, 1):
                 cmds.append((f"s{i}", ["tc", "qdisc", "replace", "dev", name(f"s{i}e"), "root", "netem", "delay",

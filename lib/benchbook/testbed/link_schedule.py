@@ -11,6 +11,10 @@ A schedule file holds one step per line, ``t_s rate_mbps delay_ms``, whitespace-
 ``random_schedule`` draws one from a seed (the same seed gives the same file). The dumbbell applies each
 step at its time after the flows start (``tc class replace`` on the htb class, ``tc qdisc replace`` on the
 tbf, ``tc qdisc change`` of the senders' netem for delay) and records when each step was applied.
+
+htb keeps a class's token debt across a rate change (the last frame sent at the old rate), so a step to a
+near-zero rate holds an htb link for long after the next step (one 1514-byte frame at 1 kbit/s: 12 s);
+tbf refills its bucket on a change, so a link that closes and opens (a gate) needs the tbf shaper.
 """
 
 from __future__ import annotations

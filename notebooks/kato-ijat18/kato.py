@@ -1,0 +1,184 @@
+"""Kato et al. (IARIA Int. J. Adv. Telecom. 2018): TCP over 802.11n while the station scans for access points,
+recorded as a gated-link model (802.11 itself cannot be emulated on this kernel: no mac80211_hwsim).
+
+Imported by gated-link.ipynb beside it. While it scans, the station sleeps (the AP holds its frames) and
+wakes in turn; the paper measures sleeping periods of 110 ms and awake periods of 320 ms for about 10 s.
+The model: one TCP flow through the local dumbbell (:mod:`benchbook.testbed.dumbbell`) whose bottleneck
+follows a link schedule (:mod:`benchbook.testbed.link_schedule`): the full rate, then a degraded window of
+alternating near-zero rate ("sleeping") and full rate ("awake"), then the full rate again. The queue sits at
+the router, outside the sender's socket accounting, which is the paper's "TSQ not used" case (TSQ cannot be
+switched off on 6.x kernels). Per second, as the paper reports: the sender's throughput (iperf3 intervals)
+and the mean congestion window (ss -tin samples, the paper averages tcpprobe's per-segment values).
+
+Published numbers come only from the entry TOML of this folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbook.testbed.capabilities import NotRunnable
+from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
+from benchbook.testbed.link_schedule import LinkSchedule, Step
+from benchbook.tools.host import CommandLog
+
+GATE_CLOSED_BPS = 1000      # the "sleeping" rate: one 1514-byte frame in 12 s, i.e. the link holds its queue
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def gate_schedule(rate_bps: int, start_s: float, window_s: float, sleep_ms: float, awake_ms: float) -> LinkSchedule:
+    """Full rate from 0; from ``start_s`` for ``window_s``: closed ``sleep_ms``, open ``awake_ms``, repeated;
+    full rate after the window."""
+    steps = [Step(0.0, rate_bps)]
+    t = start_s
+    while t < start_s + window_s:
+        steps.append(Step(round(t, 6), GATE_CLOSED_BPS))
+        steps.append(Step(round(t + sleep_ms / 1000, 6), rate_bps))
+        t += (sleep_ms + awake_ms) / 1000
+    if steps[-1].t_s < start_s + window_s:
+        steps.append(Step(round(start_s + window_s, 6), rate_bps))
+    return LinkSchedule(tuple(steps), f"gated link: {sleep_ms:g} ms closed / {awake_ms:g} ms open from {start_s:g} s "
+                                      f"for {window_s:g} s at {rate_bps / 1e6:g} Mbit/s")
+
+
+def run(ccas: list[str], link: LinkSpec, schedule: LinkSchedule, duration_s: int, output_dir: Path | str,
+        ss_interval_s: float = 0.05, progress: Any = print) -> dict[str, Any]:
+    out = Path(output_dir)
+    (out / "schedule.txt").write_text(schedule.text())
+    result: dict[str, Any] = {"runs": {}, "not_runnable": {}, "duration_s": duration_s, "output_dir": str(out),
+                              "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets}}
+    record: dict[str, Any] = {}
+    for cca in ccas:
+        d = out / "raw" / cca
+        d.mkdir(parents=True, exist_ok=True)
+        progress(f"{cca}: one flow for {duration_s} s through the gated link")
+        try:
+            with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(d), schedule=schedule) as db:
+                res = db.run_flows(duration_s, 1.0, ss_interval_s=ss_interval_s)
+        except NotRunnable as exc:
+            result["not_runnable"][cca] = str(exc)
+            continue
+        record = res["record"]
+        (d / "iperf3.json").write_text(res["flows"][0].raw_json)
+        with open(d / "ss-samples.jsonl", "w") as fh:
+            for s in res["ss"][1]:
+                fh.write(json.dumps(s) + "\n")
+        result["runs"][cca] = {"dir": str(d.relative_to(out)), "token": (record.get("topology") or {}).get("token"),
+                               "applied": record["schedule"]["applied"], "qdisc": res["qdisc"]}
+    _write_json(out / "metrics.json", {**result, "link_emulation": record})
+    _write_json(out / "capabilities.json", [*record.get("capabilities", []),
+                                            {"capability": "802.11 emulation (mac80211_hwsim)", "status": "missing",
+                                             "detail": "modelled as a gated link; A-MPDU aggregation, power-save "
+                                                       "frames and MAC rates are not modelled"}])
+    return result
+
+
+def per_second(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per 1 s: t_s (interval start), sender throughput Mbit/s, retransmissions, mean cwnd of the ss samples."""
+    from benchbook.tools.iperf3 import read_report
+
+    d = Path(output_dir) / run_info["dir"]
+    rep = read_report(d / "iperf3.json")
+    t = np.array([r["start_s"] for r in rep.intervals])
+    mbps = np.array([r["bps"] / 1e6 for r in rep.intervals])
+    rtx = np.array([r["retransmits"] or 0 for r in rep.intervals])
+    rows = [json.loads(line) for line in (d / "ss-samples.jsonl").open()]
+    rows = [r for r in rows if "cwnd" in r]
+    cwnd = np.full(t.size, np.nan)
+    if rows:
+        acked: dict[int, int] = {}
+        for r in rows:
+            acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
+        port = max(acked, key=lambda p: acked[p])
+        rows = [r for r in rows if r["local_port"] == port]
+        ts = np.array([(r["t_ns"] - rows[0]["t_ns"]) / 1e9 for r in rows])
+        cw = np.array([r["cwnd"] for r in rows], float)
+        for k, start in enumerate(t):
+            sel = (ts >= start) & (ts < start + 1)
+            if sel.any():
+                cwnd[k] = cw[sel].mean()
+    return {"t_s": t, "mbps": mbps, "retransmits": rtx, "cwnd": cwnd}
+
+
+def summary(ps: dict[str, np.ndarray], start_s: float, window_s: float) -> dict[str, Any]:
+    """Normal average (whole seconds outside the window, after the first), the lowest second inside it, and
+    its share of the normal average; the largest per-second cwnd; retransmissions inside and outside."""
+    t = ps["t_s"]
+    inside = (t >= start_s) & (t + 1 <= start_s + window_s)
+    normal = ((t + 1 <= start_s) | (t >= start_s + window_s)) & (t >= 1)
+    avg = float(ps["mbps"][normal].mean()) if normal.any() else None
+    low = float(ps["mbps"][inside].min()) if inside.any() else None
+    return {"normal_mbps": avg, "degraded_min_mbps": low,
+            "degraded_share": low / avg if avg and low is not None else None,
+            "cwnd_max": float(np.nanmax(ps["cwnd"])) if np.isfinite(ps["cwnd"]).any() else None,
+            "retransmits_in_window": int(ps["retransmits"][inside].sum()),
+            "retransmits_outside": int(ps["retransmits"][~inside].sum())}
+
+
+def gate_periods(applied: list[dict[str, Any]], closed_bps: int = GATE_CLOSED_BPS) -> dict[str, float | None]:
+    """Mean realised closed and open periods (ms) from the times the steps were applied."""
+    closed, opened = [], []
+    for a, b in zip(applied, applied[1:], strict=False):
+        span = (b["done_at_s"] - a["done_at_s"]) * 1000
+        (closed if a["rate_bps"] == closed_bps else opened).append(span)
+    inner_open = opened[1:-1] if len(opened) > 2 else opened
+    return {"closed_ms": float(np.mean(closed)) if closed else None,
+            "open_ms": float(np.mean(inner_open)) if inner_open else None, "cycles": len(closed)}
+
+
+def figure(ps: dict[str, np.ndarray], cca: str, start_s: float, window_s: float, title: str) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=ps["t_s"] + 0.5, y=ps["mbps"], name="throughput per 1 s [Mbit/s]", opacity=0.6))
+    fig.add_trace(go.Scatter(x=ps["t_s"] + 0.5, y=ps["cwnd"], mode="lines+markers", name="cwnd, mean per 1 s "
+                             "[packets]", yaxis="y2"))
+    fig.add_vrect(x0=start_s, x1=start_s + window_s, fillcolor="grey", opacity=0.15, line_width=0,
+                  annotation_text="gated (scan) window")
+    fig.update_layout(title=title, xaxis_title="Time [s]", yaxis_title="Throughput [Mbit/s]",
+                      yaxis2={"title": "cwnd [packets]", "overlaying": "y", "side": "right"})
+    return fig
+
+
+def add_verdict_rows(verdict: Any, result: dict[str, Any], stats: dict[str, dict[str, Any]],
+                     gates: dict[str, dict[str, Any]], model: str) -> None:
+    not_802 = ("not derivable: 802.11 cannot be emulated here (no mac80211_hwsim); the gated link models only the "
+               "station's absence while it scans, not A-MPDU aggregation, power-save frames or the MAC rate; "
+               f"the model's value is in the info rows ({model})")
+    cubic = stats.get("cubic")
+    for pv in verdict.entry.published:
+        if pv.name.startswith("Fig. 8"):
+            g = gates.get("cubic") or next(iter(gates.values()), None)
+            key = "closed_ms" if "sleeping" in pv.name else "open_ms"
+            if g is None:
+                verdict.not_derivable(pv, f"not derivable here: {result['not_runnable'] or 'no run'}")
+            else:
+                verdict.check(pv, g[key], result["runs"][next(iter(gates))]["dir"],
+                              f"the model's gate as applied (mean over {g['cycles']} cycles, from the times the tc "
+                              "commands finished); the paper's value is an input of the model, this row checks that "
+                              "the emulation realises it")
+        elif pv.name.startswith("Fig. 3"):
+            verdict.not_derivable(pv, "not derivable: the TSQ-on case needs the queue in the sender's own qdisc "
+                                      "(this model gates the router) and the paper's 802.11 link")
+        else:
+            verdict.not_derivable(pv, not_802 if cubic else f"not derivable here: {result['not_runnable']}")
+    for cca, st in stats.items():
+        run = result["runs"][cca]["dir"]
+        verdict.add(f"model, {cca}: normal throughput (mean per 1 s)", None, st["normal_mbps"], "Mbit/s", run, "info",
+                    model)
+        verdict.add(f"model, {cca}: lowest 1 s in the gated window / normal", None, st["degraded_share"], "", run,
+                    "info", "the paper: 57 % with TSQ, as low as 10 % without (where it lost A-MPDU aggregation too)")
+        verdict.add(f"model, {cca}: largest cwnd (mean per 1 s)", None, st["cwnd_max"], "packets", run, "info",
+                    f"retransmissions in the window {st['retransmits_in_window']}, outside "
+                    f"{st['retransmits_outside']}")
