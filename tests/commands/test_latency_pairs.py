@@ -4,7 +4,6 @@ merged histogram that adds every pair's counts."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,6 @@ from benchbook.analysis.latency_table import read_latencies
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
-DIV_ID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +34,11 @@ def pairs(tmp_path_factory):
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
-    """Every file under root by relative path; hdr.html with plotly's per-write random div id blanked."""
+    """Every file under root by relative path, as bytes."""
     out = {}
     for f in sorted(root.rglob("*")):
         if f.is_file():
-            data = f.read_bytes()
-            out[str(f.relative_to(root))] = DIV_ID.sub(b"<div-id>", data) if f.name == "hdr.html" else data
+            out[str(f.relative_to(root))] = f.read_bytes()
     return out
 
 

@@ -137,6 +137,7 @@ def save_figure(
             include_mathjax=False,
             full_html=True,
             config={"displaylogo": False, "responsive": True},
+            div_id=f"bb-{stem}",   # plotly's default is a random uuid: same figure, same bytes
         )
         result["html"] = str(path)
     static = [f for f in fmts if f != "html"]
