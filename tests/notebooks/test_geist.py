@@ -96,7 +96,7 @@ def test_fig1_short_reproduction_measures_the_sawtooth_and_leaves_nothing(tmp_pa
     from benchbook.testbed.cleanup import leftovers
 
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "geist-iitm19-fig1", "-p", "duration_s=6"],
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "geist-iitm19-fig1", "-p", "duration_s=4"],
                        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode in (EXIT_PARTIAL, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "geist-iitm19-fig1").iterdir())

@@ -62,7 +62,7 @@ def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_p
 
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
     r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "zunker-thesis24-fig6-5", "-p",
-                        "duration_s=3"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+                        "duration_s=2"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "zunker-thesis24-fig6-5").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
