@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +56,6 @@ def dry_run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str) -
     return path
 
 
-def _wait_until_written(path: Path, timeout_s: float = 20.0) -> None:
-    """Until tcpdump has written what it received: the file's size unchanged over 5 polls 0.1 s apart."""
-    deadline = time.monotonic() + timeout_s
-    last, same = -1, 0
-    while time.monotonic() < deadline and same < 5:
-        size = path.stat().st_size if path.exists() else -1
-        same = same + 1 if size == last else 0
-        last = size
-        time.sleep(0.1)
-
-
 def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progress: Any = print) -> dict[str, Any]:
     """The flow with a sender-side capture (raw/sender.pcap), then the TCP analysis into tcp/ (the report
     ``benchbook tcp`` writes). Returns what the verdict needs; metrics.json and capabilities.json keep the
@@ -83,7 +71,7 @@ def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progr
             cap = tcpdump.start_capture(host, _capture_argv(db.ifname("s1e"), pcap), pcap)
             try:
                 res = db.run_flows(duration_s, BIN_MS / 1000)
-                _wait_until_written(pcap)
+                tcpdump.wait_until_written(pcap)
             finally:
                 stats = cap.stop()
             problem = cap.problem()

@@ -98,6 +98,25 @@ class Capture:
         return None
 
 
+def wait_until_written(path: Path | str, timeout_s: float = 20.0, polls: int = 5, interval_s: float = 0.1) -> bool:
+    """Until tcpdump has written what it received: the file's size unchanged over ``polls`` polls
+    ``interval_s`` apart (False when ``timeout_s`` passed first). Stopping tcpdump earlier can lose the
+    packets still in its buffer."""
+    import time
+
+    p = Path(path)
+    deadline = time.monotonic() + timeout_s
+    last, same = -1, 0
+    while time.monotonic() < deadline:
+        size = p.stat().st_size if p.exists() else -1
+        same = same + 1 if size == last else 0
+        if same >= polls:
+            return True
+        last = size
+        time.sleep(interval_s)
+    return False
+
+
 def start_capture(host: Host, argv: list[str], path: Path | str, what: str = "tcpdump") -> Capture:
     """Start tcpdump (argv from build_argv) on ``host``; returns once it listens."""
     cap = Capture(argv=list(argv), path=Path(path), command=host.start(argv, what=what))
