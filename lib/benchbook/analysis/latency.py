@@ -221,8 +221,7 @@ def match_captures(
                 b.next()
                 continue
             i, j, n = mk.match_step(
-                st["t_hi"], st["t_lo"], st["t_seq"], st["r_hi"], st["r_lo"], st["r_t"], st["r_idx"],
-                st["r_state"], c,
+                st["tab"], st["r_hi"], st["r_lo"], st["r_t"], st["r_idx"], st["r_slot"], st["r_state"], c,
                 a.t, a.hi, a.lo, a.ok, a.base, a.pos, a.done,
                 b.t, b.hi, b.lo, b.ok, b.pos, b.done,
                 max_latency_ns, id_from_key, *out,
@@ -236,7 +235,7 @@ def match_captures(
                     kept.append(batch)
             if a.done and b.done and a.pos >= len(a.t) and b.pos >= len(b.t):
                 break
-        mk.finish(st["t_hi"], st["t_lo"], st["t_seq"], st["r_hi"], st["r_lo"], st["r_state"], c, id_from_key)
+        mk.finish(st["tab"], st["r_slot"], st["r_state"], c)
     finally:
         errors = []
         for sink in sinks:

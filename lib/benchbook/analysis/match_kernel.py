@@ -6,12 +6,25 @@ up. Both captures are walked in merged time order, so a pre packet is only waiti
 could still match it (0 < t_post - t_pre < max latency), and the ring bounds memory whatever the capture
 size. A latency of 0 or below is never a match: the two captures' clocks cannot order the packets then,
 so the post copy counts as out of range.
+
+The table holds 16-byte slots (ring sequence number + 2, low key word: 0 = empty, 1 = tombstone) in
+one cache-aligned array, so a probe touches one cache line; the high key word is checked in the ring,
+and each ring entry remembers its slot, so leaving the window needs no probe. Keys that do not follow
+a counter (content keys) land anywhere in the table: the kernel prefetches the slots of the packets a
+few steps ahead, so those cache misses overlap instead of following one another.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_LITTLE = sys.byteorder == "little"
 
 # counter slots
 C_PRE, C_POST, C_MATCHED, C_LOST, C_UNMATCHED_POST, C_DUPLICATES, C_REORDERED = 0, 1, 2, 3, 4, 5, 6
@@ -34,6 +47,11 @@ ST_PENDING, ST_MATCHED, ST_POISONED = 0, 1, 2
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M2 = np.uint64(0xC2B2AE3D27D4EB4F)
 M3 = np.uint64(0x165667B19E3779F9)
+F1 = np.uint64(0xFF51AFD7ED558CCD)
+F2 = np.uint64(0xC4CEB9FE1A85EC53)
+# table slot words: sequence number + SEQ0 (EMPTY and TOMB below it), low key word
+EMPTY, TOMB, SEQ0 = np.uint64(0), np.uint64(1), np.uint64(2)
+AHEAD = 12  # packets between a slot's prefetch and its use
 
 
 def new_state(window: int) -> dict[str, np.ndarray]:
@@ -41,14 +59,39 @@ def new_state(window: int) -> dict[str, np.ndarray]:
     if window & (window - 1) or window < 2:
         raise ValueError("window must be a power of two >= 2")
     tsize = window * 2
+    raw = np.zeros(2 * tsize + 8, np.uint64)
+    skip = (-raw.ctypes.data % 64) // 8  # slots start on a cache line
     return {
-        "t_hi": np.zeros(tsize, np.uint64), "t_lo": np.zeros(tsize, np.uint64),
-        "t_seq": np.full(tsize, -1, np.int64),
+        "tab": raw[skip : skip + 2 * tsize],
         "r_hi": np.zeros(window, np.uint64), "r_lo": np.zeros(window, np.uint64),
         "r_t": np.zeros(window, np.int64), "r_idx": np.zeros(window, np.int64),
-        "r_state": np.zeros(window, np.int8),
+        "r_slot": np.zeros(window, np.int64), "r_state": np.zeros(window, np.int8),
         "c": np.zeros(N_COUNTERS, np.int64),
     }
+
+
+def _item_pointer(context, builder, sig, args):
+    """LLVM pointer to array element args[1] of array args[0] (for the intrinsics below; no bounds check)."""
+    aryty = sig.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False, boundscheck=False)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring arr[idx] into cache for writing; changes no value."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _item_pointer(context, builder, sig, args)
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(1), i32(3), i32(1)])  # write, keep in all cache levels, data
+        return context.get_dummy_value()
+
+    return types.void(arr, idx), codegen
 
 
 @njit(cache=True, inline="always")
@@ -59,82 +102,47 @@ def _bswap64(x):
 
 
 @njit(cache=True, inline="always")
-def _home(hi, lo, tmask, ident):
+def _home(lo, tmask, ident):
     if ident:
         # explicit ids: mostly consecutive, so the slot follows the counter to keep neighbours together
         # in cache - whichever end of the id it counts at: a counter read in the other byte order
         # (its low bytes constant) is folded down by the byte-swapped copy.
         return np.int64((lo + _bswap64(lo)) & np.uint64(tmask))
-    h = (lo ^ (hi * M2)) * GOLDEN
-    h ^= h >> np.uint64(29)
-    return np.int64(h & np.uint64(tmask))
-
-
-EMPTY, TOMB = -1, -2
+    # content keys: the low word is a finished hash already
+    return np.int64(lo & np.uint64(tmask))
 
 
 @njit(cache=True)
-def _find(t_hi, t_lo, t_seq, hi, lo, tmask, ident):
-    s = _home(hi, lo, tmask, ident)
-    while True:
-        q = t_seq[s]
-        if q == EMPTY:
-            return -1
-        if q >= 0 and t_lo[s] == lo and t_hi[s] == hi:
-            return s
-        s = (s + 1) & tmask
-
-
-@njit(cache=True)
-def _insert(t_hi, t_lo, t_seq, hi, lo, q, tmask, ident, c):
-    s = _home(hi, lo, tmask, ident)
-    while t_seq[s] >= 0:
-        s = (s + 1) & tmask
-    if t_seq[s] == TOMB:
-        c[C_TOMB] -= 1
-    t_hi[s] = hi
-    t_lo[s] = lo
-    t_seq[s] = q
-
-
-@njit(cache=True)
-def _rebuild(t_hi, t_lo, t_seq, r_hi, r_lo, c, rmask, tmask, ident):
+def _rebuild(tab, r_lo, r_slot, c, rmask, tmask, ident):
     """Drop all tombstones: re-insert the waiting pre packets (ring head..tail)."""
-    t_seq[:] = EMPTY
+    tab[:] = EMPTY
     c[C_TOMB] = 0
     for q in range(c[C_HEAD], c[C_TAIL]):
         r = q & rmask
-        hi = r_hi[r]
         lo = r_lo[r]
-        s = _home(hi, lo, tmask, ident)
-        while t_seq[s] >= 0:
+        if q + AHEAD < c[C_TAIL]:
+            _prefetch(tab, 2 * _home(r_lo[(q + AHEAD) & rmask], tmask, ident))
+        s = _home(lo, tmask, ident)
+        while tab[2 * s] != EMPTY:
             s = (s + 1) & tmask
-        t_hi[s] = hi
-        t_lo[s] = lo
-        t_seq[s] = q
+        tab[2 * s] = np.uint64(q) + SEQ0
+        tab[2 * s + 1] = lo
+        r_slot[r] = s
 
 
-@njit(cache=True)
-def _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, by_window, ident):
-    h = c[C_HEAD]
-    r = h & rmask
-    s = _find(t_hi, t_lo, t_seq, r_hi[r], r_lo[r], tmask, ident)
-    if s >= 0 and t_seq[s] == h:
-        if t_seq[(s + 1) & tmask] == EMPTY:
-            t_seq[s] = EMPTY
-        else:
-            t_seq[s] = TOMB
-            c[C_TOMB] += 1
-    if r_state[r] == ST_PENDING:
-        c[C_LOST] += 1
-        if by_window:
-            c[C_WINDOW_EVICTED] += 1
-    c[C_HEAD] = h + 1
+@njit(cache=True, inline="always")
+def _leave(tab, s, tmask):
+    """Free slot s; returns 1 if it became a tombstone (its successor is taken), else 0."""
+    if tab[2 * ((s + 1) & tmask)] == EMPTY:
+        tab[2 * s] = EMPTY
+        return 0
+    tab[2 * s] = TOMB
+    return 1
 
 
 @njit(cache=True, nogil=True)
 def match_step(
-    t_hi, t_lo, t_seq, r_hi, r_lo, r_t, r_idx, r_state, c,
+    tab, r_hi, r_lo, r_t, r_idx, r_slot, r_state, c,
     pre_t, pre_hi, pre_lo, pre_ok, pre_base, i, pre_done,
     post_t, post_hi, post_lo, post_ok, j, post_done,
     max_latency, id_from_key,
@@ -148,7 +156,7 @@ def match_step(
     """
     window = r_hi.shape[0]
     rmask = window - 1
-    tmask = t_seq.shape[0] - 1
+    tmask = (tab.shape[0] >> 1) - 1
     tomb_limit = (tmask + 1) >> 2
     npre = pre_t.shape[0]
     npost = post_t.shape[0]
@@ -168,6 +176,13 @@ def match_step(
     unmatched = c[C_UNMATCHED_POST]
     max_pending = c[C_MAX_PENDING]
     reorder_window = c[C_REORDER_WINDOW]
+    # slots the coming packets will probe, and the slots of the ring entries next to leave
+    for k in range(i, min(npre, i + AHEAD)):
+        _prefetch(tab, 2 * _home(pre_lo[k], tmask, id_from_key))
+    for k in range(j, min(npost, j + AHEAD)):
+        _prefetch(tab, 2 * _home(post_lo[k], tmask, id_from_key))
+    for q in range(head, min(tail, head + AHEAD)):
+        _prefetch(tab, 2 * r_slot[q & rmask])
     while nout < cap:
         have_pre = i < npre
         have_post = j < npost
@@ -182,6 +197,8 @@ def match_step(
         else:
             break
         if take_pre:
+            if i + AHEAD < npre:
+                _prefetch(tab, 2 * _home(pre_lo[i + AHEAD], tmask, id_from_key))
             t = pre_t[i]
             n_pre += 1
             if n_pre > 1 and t < last_pre:
@@ -194,18 +211,18 @@ def match_step(
             hi = pre_hi[i]
             lo = pre_lo[i]
             # is the key waiting already?
-            s = _home(hi, lo, tmask, id_from_key)
+            s = _home(lo, tmask, id_from_key)
             found = -1
             while True:
-                q = t_seq[s]
+                q = tab[2 * s]
                 if q == EMPTY:
                     break
-                if q >= 0 and t_lo[s] == lo and t_hi[s] == hi:
+                if q >= SEQ0 and tab[2 * s + 1] == lo and r_hi[np.int64(q - SEQ0) & rmask] == hi:
                     found = s
                     break
                 s = (s + 1) & tmask
             if found >= 0:
-                r = t_seq[found] & rmask
+                r = np.int64(tab[2 * found] - SEQ0) & rmask
                 if r_state[r] == ST_PENDING:
                     r_state[r] = ST_POISONED
                     c[C_PRE_DUP] += 2
@@ -216,29 +233,17 @@ def match_step(
             if tail - head >= window:
                 # evict the oldest waiting pre packet to make room
                 r = head & rmask
-                ehi = r_hi[r]
-                elo = r_lo[r]
-                s = _home(ehi, elo, tmask, id_from_key)
-                while True:
-                    q = t_seq[s]
-                    if q == EMPTY:
-                        break
-                    if q == head:
-                        if t_seq[(s + 1) & tmask] == EMPTY:
-                            t_seq[s] = EMPTY
-                        else:
-                            t_seq[s] = TOMB
-                            tomb += 1
-                        break
-                    s = (s + 1) & tmask
+                tomb += _leave(tab, r_slot[r], tmask)
                 if r_state[r] == ST_PENDING:
                     lost += 1
                     c[C_WINDOW_EVICTED] += 1
                 head += 1
+                if head + AHEAD < tail:
+                    _prefetch(tab, 2 * r_slot[(head + AHEAD) & rmask])
             if tomb > tomb_limit:
                 c[C_HEAD] = head
                 c[C_TAIL] = tail
-                _rebuild(t_hi, t_lo, t_seq, r_hi, r_lo, c, rmask, tmask, id_from_key)
+                _rebuild(tab, r_lo, r_slot, c, rmask, tmask, id_from_key)
                 tomb = 0
             r = tail & rmask
             r_hi[r] = hi
@@ -246,19 +251,21 @@ def match_step(
             r_t[r] = t
             r_idx[r] = pre_base + i
             r_state[r] = ST_PENDING
-            s = _home(hi, lo, tmask, id_from_key)
-            while t_seq[s] >= 0:
+            s = _home(lo, tmask, id_from_key)
+            while tab[2 * s] >= SEQ0:
                 s = (s + 1) & tmask
-            if t_seq[s] == TOMB:
+            if tab[2 * s] == TOMB:
                 tomb -= 1
-            t_hi[s] = hi
-            t_lo[s] = lo
-            t_seq[s] = tail
+            tab[2 * s] = np.uint64(tail) + SEQ0
+            tab[2 * s + 1] = lo
+            r_slot[r] = s
             tail += 1
             if tail - head > max_pending:
                 max_pending = tail - head
             i += 1
         else:
+            if j + AHEAD < npost:
+                _prefetch(tab, 2 * _home(post_lo[j + AHEAD], tmask, id_from_key))
             t = post_t[j]
             n_post += 1
             if n_post > 1 and t < last_post:
@@ -268,24 +275,12 @@ def match_step(
             limit = t - max_latency
             while head < tail and r_t[head & rmask] <= limit:
                 r = head & rmask
-                ehi = r_hi[r]
-                elo = r_lo[r]
-                s = _home(ehi, elo, tmask, id_from_key)
-                while True:
-                    q = t_seq[s]
-                    if q == EMPTY:
-                        break
-                    if q == head:
-                        if t_seq[(s + 1) & tmask] == EMPTY:
-                            t_seq[s] = EMPTY
-                        else:
-                            t_seq[s] = TOMB
-                            tomb += 1
-                        break
-                    s = (s + 1) & tmask
+                tomb += _leave(tab, r_slot[r], tmask)
                 if r_state[r] == ST_PENDING:
                     lost += 1
                 head += 1
+                if head + AHEAD < tail:
+                    _prefetch(tab, 2 * r_slot[(head + AHEAD) & rmask])
             if not post_ok[j]:
                 c[C_UNKEYED_POST] += 1
                 unmatched += 1
@@ -293,20 +288,20 @@ def match_step(
                 continue
             hi = post_hi[j]
             lo = post_lo[j]
-            s = _home(hi, lo, tmask, id_from_key)
+            s = _home(lo, tmask, id_from_key)
             found = -1
             while True:
-                q = t_seq[s]
+                q = tab[2 * s]
                 if q == EMPTY:
                     break
-                if q >= 0 and t_lo[s] == lo and t_hi[s] == hi:
+                if q >= SEQ0 and tab[2 * s + 1] == lo and r_hi[np.int64(q - SEQ0) & rmask] == hi:
                     found = s
                     break
                 s = (s + 1) & tmask
             if found < 0:
                 unmatched += 1
             else:
-                q = t_seq[found]
+                q = np.int64(tab[2 * found] - SEQ0)
                 r = q & rmask
                 st = r_state[r]
                 if st == ST_MATCHED:
@@ -354,12 +349,16 @@ def match_step(
 
 
 @njit(cache=True, nogil=True)
-def finish(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, ident):
+def finish(tab, r_slot, r_state, c):
     """Both captures are done: every pre packet still waiting is lost."""
-    rmask = r_hi.shape[0] - 1
-    tmask = t_seq.shape[0] - 1
-    while c[C_HEAD] < c[C_TAIL]:
-        _evict_head(t_hi, t_lo, t_seq, r_hi, r_lo, r_state, c, rmask, tmask, False, ident)
+    rmask = r_state.shape[0] - 1
+    tmask = (tab.shape[0] >> 1) - 1
+    for q in range(c[C_HEAD], c[C_TAIL]):
+        r = q & rmask
+        c[C_TOMB] += _leave(tab, r_slot[r], tmask)
+        if r_state[r] == ST_PENDING:
+            c[C_LOST] += 1
+    c[C_HEAD] = c[C_TAIL]
 
 
 @njit(cache=True, nogil=True)
@@ -374,10 +373,7 @@ def id_keys(data, offsets, caplen, offset, width, big, out_hi, out_lo, ok):
         p = offsets[k] + offset
         v = np.uint64(0)
         if width == 8 and not big:  # the common case, unrolled
-            v = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
-                 | (np.uint64(data[p + 2]) << np.uint64(16)) | (np.uint64(data[p + 3]) << np.uint64(24))
-                 | (np.uint64(data[p + 4]) << np.uint64(32)) | (np.uint64(data[p + 5]) << np.uint64(40))
-                 | (np.uint64(data[p + 6]) << np.uint64(48)) | (np.uint64(data[p + 7]) << np.uint64(56)))
+            v = _load8(data, p)
         elif big:
             for b in range(width):
                 v = (v << np.uint64(8)) | np.uint64(data[p + b])
@@ -389,6 +385,24 @@ def id_keys(data, offsets, caplen, offset, width, big, out_hi, out_lo, ok):
         ok[k] = True
 
 
+@intrinsic
+def _load8(typingctx, data, p):
+    """The little-endian 64-bit word at bytes data[p:p+8], at any alignment (the caller checks bounds)."""
+    if not isinstance(data, types.Array) or data.dtype != types.uint8 or not isinstance(p, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _item_pointer(context, builder, sig, args)
+        i64 = ir.IntType(64)
+        word = builder.load(builder.bitcast(ptr, i64.as_pointer()), align=1)
+        if not _LITTLE:
+            word = builder.call(cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [i64]), "llvm.bswap.i64"), [word])
+        return word
+
+    return types.uint64(data, p), codegen
+
+
 @njit(cache=True, inline="always")
 def _mix(h, w, m):
     h ^= w * m
@@ -396,12 +410,29 @@ def _mix(h, w, m):
     return h * GOLDEN
 
 
+@njit(cache=True, inline="always")
+def _fmix(h):
+    """MurmurHash3's 64-bit finaliser: every input bit reaches every output bit."""
+    h ^= h >> np.uint64(33)
+    h *= F1
+    h ^= h >> np.uint64(33)
+    h *= F2
+    return h ^ (h >> np.uint64(33))
+
+
+@njit(cache=True, inline="always")
+def _clear_byte(words, q):
+    """Zero key byte q (0-based within the key) in the little-endian words."""
+    words[q >> 3] &= ~(np.uint64(0xFF) << np.uint64(8 * (q & 7)))
+
+
 @njit(cache=True, nogil=True)
 def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
     """MoonSniff/pos key: frame bytes [start, end) with IPv4 header and UDP/TCP checksums zeroed,
-    hashed to 128 bits (two independent 64-bit hashes)."""
+    hashed to 128 bits (two independent 64-bit hashes; the low one finished so its low bits spread)."""
     n_bytes = end - start
-    scratch = np.zeros(n_bytes + 8, np.uint8)
+    n_words = (n_bytes + 7) >> 3
+    words = np.zeros(n_words, np.uint64)
     for k in range(offsets.shape[0]):
         L = caplen[k]
         if L <= start:
@@ -410,11 +441,15 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
             out_lo[k] = 0
             continue
         p = offsets[k]
-        m = min(L, end) - start
-        for b in range(m):
-            scratch[b] = data[p + start + b]
-        for b in range(m, n_bytes + 8):
-            scratch[b] = 0
+        m = min(L, end) - start  # key bytes present
+        full = m >> 3
+        for w in range(full):
+            words[w] = _load8(data, p + start + 8 * w)
+        for w in range(full, n_words):
+            v = np.uint64(0)
+            for b in range(max(0, m - 8 * w)):
+                v |= np.uint64(data[p + start + 8 * w + b]) << np.uint64(8 * b)
+            words[w] = v
         # zero checksums (frame positions relative to start)
         l3 = 14
         etype = (np.int64(data[p + 12]) << 8) | np.int64(data[p + 13]) if L >= 14 else 0
@@ -426,7 +461,7 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
             proto = data[p + l3 + 9]
             for q in (l3 + 10, l3 + 11):
                 if start <= q < start + m:
-                    scratch[q - start] = 0
+                    _clear_byte(words, q - start)
             l4 = l3 + ihl
             cs = -1
             if proto == 17:
@@ -436,17 +471,13 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
             if cs >= 0:
                 for q in (cs, cs + 1):
                     if start <= q < start + m:
-                        scratch[q - start] = 0
+                        _clear_byte(words, q - start)
         h1 = np.uint64(m) * M3
         h2 = np.uint64(m) ^ np.uint64(0x27D4EB2F165667C5)
-        for w in range(0, n_bytes, 8):
-            v = np.uint64(0)
-            for b in range(8):
-                v |= np.uint64(scratch[w + b]) << np.uint64(8 * b)
+        for w in range(n_words):
+            v = words[w]
             h1 = _mix(h1, v, M2)
             h2 = _mix(h2, v ^ np.uint64(0x9FB21C651E98DF25), M3)
-        h1 ^= h1 >> np.uint64(32)
-        h2 ^= h2 >> np.uint64(29)
-        out_hi[k] = h2 * M2
-        out_lo[k] = h1 * M3
+        out_hi[k] = h2 ^ (h2 >> np.uint64(29))
+        out_lo[k] = _fmix(h1)
         ok[k] = True
