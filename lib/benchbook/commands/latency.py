@@ -90,13 +90,10 @@ def latency(
         raise typer.Exit(1)
 
 
-MAX_LATENCY_MS_LIMIT = 1e9  # about 11.6 days: far beyond any DuT, well inside int64 nanoseconds
-
-
 def _check_options(id_offset: int | None, id_width: int, content_key: bool, max_latency_ms: float, window: int,
                    out: Path) -> str | None:
     """What is wrong with the options (one line), or None."""
-    import math
+    from benchbook.analysis.hlog_merge import max_latency_problem
 
     if (id_offset is None) == (not content_key):
         return "give exactly one of --id-offset N or --content-key"
@@ -104,11 +101,8 @@ def _check_options(id_offset: int | None, id_width: int, content_key: bool, max_
         return f"--id-offset {id_offset}: expected a frame offset >= 0"
     if not 1 <= id_width <= 8:
         return f"--id-width {id_width}: expected 1..8 bytes"
-    if not math.isfinite(max_latency_ms) or max_latency_ms <= 0 or max_latency_ms > MAX_LATENCY_MS_LIMIT:
-        return (f"--max-latency-ms {max_latency_ms}: expected a number > 0 and at most {MAX_LATENCY_MS_LIMIT:.0f} "
-                "(ms)")
-    if round(max_latency_ms * 1e6) < 2:
-        return f"--max-latency-ms {max_latency_ms}: below 2 ns, no latency could be kept"
+    if (problem := max_latency_problem(max_latency_ms)) is not None:
+        return problem
     if window < 2 or window & (window - 1):
         return f"--window {window}: expected a power of two >= 2 (e.g. {1 << max(1, window.bit_length())})"
     if out.exists() and not out.is_dir():
@@ -126,16 +120,14 @@ def _hide_scipy_from_numba() -> None:
 
 
 PAIR_COLUMNS = ("pre", "post", "name")
-MERGED_FILES = ("merged.hlog", "merged.json")
-_PAIR_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 
 
 def read_pairs(path: Path) -> list[tuple[Path, Path, str]]:
     """The pairs of a --pairs CSV (header pre,post,name; relative paths from the CSV's folder, made
     absolute). Errors name the file and line."""
     import csv
-    import re
 
+    from benchbook.analysis.hlog_merge import pair_name_problem
     from benchbook.capture.errors import CaptureFileError
     from benchbook.capture.source import check_capture_file
 
@@ -158,9 +150,8 @@ def read_pairs(path: Path) -> list[tuple[Path, Path, str]]:
             raise PairsError(f"{path}: line {n}: expected {len(cols)} fields (pre,post,name), got {len(row)}")
         rec = dict(zip(cols, (c.strip() for c in row), strict=True))
         name = rec["name"]
-        if not re.fullmatch(_PAIR_NAME, name) or name in MERGED_FILES or ".attempt-" in name:
-            raise PairsError(f"{path}: line {n}: name {name!r}: expected one folder name (letters, digits, '_', "
-                             f"'.', '-'; not starting with '.' or '-'; not {' or '.join(MERGED_FILES)})")
+        if (problem := pair_name_problem(name)) is not None:
+            raise PairsError(f"{path}: line {n}: {problem}")
         if name in seen:
             raise PairsError(f"{path}: line {n}: name {name!r} already used on line {seen[name]}")
         seen[name] = n
@@ -242,6 +233,8 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
             typer.echo(f"benchbook latency: error: pair {name}: {failed[name]} ({finals[name]} left unchanged)",
                        err=True)
     if failed:
+        from benchbook.analysis.hlog_merge import MERGED_FILES
+
         for f in MERGED_FILES:
             (out / f).unlink(missing_ok=True)  # a merge of other pairs would pass for this run's
         raise typer.Exit(1)
@@ -255,47 +248,7 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
 
 def write_merged(out: Path, names: list[str], max_latency_ns: int) -> dict:
     """DIR/merged.hlog: one histogram holding every interval of every pair's latency.hlog (counts added,
-    nothing re-recorded), and DIR/merged.json: its count and percentiles."""
-    import json
-    import os
+    nothing re-recorded), and DIR/merged.json: its count and percentiles (benchbook.analysis.hlog_merge)."""
+    from benchbook.analysis.hlog_merge import write_merged as write_merged_files
 
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogWriter, read_hlog
-    from benchbook.analysis.latency_report import PERCENTILES
-
-    total = HdrHistogram(1, max(2, int(max_latency_ns)), 3)
-    start_s: float | None = None
-    end_s: float | None = None
-    per_pair = {}
-    for name in names:
-        log = read_hlog(out / name / "latency.hlog")
-        n0 = total.total_count
-        for iv in log.intervals:
-            total.merge(iv.histogram)
-            a = log.absolute_start_s(iv)
-            start_s = a if start_s is None else min(start_s, a)
-            end_s = a + iv.length_s if end_s is None else max(end_s, a + iv.length_s)
-        per_pair[name] = total.total_count - n0
-    n = total.total_count
-    pct = total.percentiles([float(p) for p in PERCENTILES]) if n else {}
-    doc = {
-        "pairs": per_pair,
-        "count": n,
-        "min_ns": int(total.hdr_min()) if n else None,
-        "max_ns": int(total.hdr_max()) if n else None,
-        "percentiles_ns": {p: int(pct[float(p)]) if n else None for p in PERCENTILES},
-        "percentile_method": ("HdrHistogram, 3 significant digits: the sum of every pair's interval histograms; "
-                              "each value is the highest value equivalent to the bucket holding the discrete "
-                              "percentile (min/max likewise at bucket resolution)"),
-    }
-    tmp = out / ".merged.hlog.tmp"
-    comments = [f"benchbook latency --pairs: every interval of {len(names)} pairs added: {' '.join(names)}",
-                "values in ns"]
-    with HlogWriter(tmp, start_time=start_s, comments=comments) as w:
-        if n:
-            w.write_interval(0.0, (end_s or 0.0) - (start_s or 0.0), total)
-    os.replace(tmp, out / "merged.hlog")
-    tmp = out / ".merged.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / "merged.json")
-    return doc
+    return write_merged_files(out, [(name, out / name / "latency.hlog") for name in names], max_latency_ns)
