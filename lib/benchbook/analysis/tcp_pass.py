@@ -1,10 +1,10 @@
 """One streaming pass of the TCP analysis over one or more captures (read in the order given, as one trace).
 
 Memory: the flow table (about 20 kB per live flow; when it is full, flows finished for 5 s or idle for 300 s
-leave it and keep only their ~1 kB of counters), one capture chunk, the interval rows (one per flow,
-direction and bin) and one RTT-row buffer, which is handed to ``on_rtt`` whenever it fills, so the pass
-holds nothing per packet. Per flow direction the RTT samples also go into an HdrHistogram (min and mean
-exact, p99 to 3 significant figures).
+leave it and keep only their ~1 kB of counters), up to four capture chunks (a reader thread reads ahead), the
+interval rows (one per flow, direction and bin) and two RTT-row buffers in turn, each handed to ``on_rtt`` when
+it fills, so the pass holds nothing per packet. Per flow direction the RTT samples also go into an HdrHistogram
+(min and mean exact, p99 to 3 significant figures).
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ def _new_hist() -> HdrHistogram:
 
 def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str = "zeek",
              on_rtt: Callable[[np.ndarray], None] | None = None, chunk_packets: int = 1 << 16) -> TcpPass:
-    """Analyse ``paths`` in one pass. ``on_rtt`` receives each filled block of RTT rows (int64, tcp_rtt.R_*)."""
+    """Analyse ``paths`` in one pass. ``on_rtt`` receives each filled block of RTT rows (int64, tcp_rtt.R_*), in
+    a background thread; the block is reused once the call returns (copy what you keep)."""
     if bin_ns <= 0:
         raise ValueError(f"bin length must be positive, got {bin_ns} ns")
     rule_no = rule_index(rule)
@@ -181,15 +182,21 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
     pending: list[Future] = []
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcp-rtt")
 
+    spare = [np.empty_like(state["rtt"])]
+
     def drain_rtt() -> None:
+        """Hand the filled RTT buffer to the RTT thread and let the kernel go on in the other one (two buffers in
+        turn: the thread has finished with the other before the kernel gets it back)."""
         n = int(c[tf.C_NRTT])
         if n == 0:
             return
-        rows = state["rtt"][:n].copy()
-        c[tf.C_NRTT] = 0
         if pending:
             pending.pop().result()
-        pending.append(worker.submit(consume_rtt, rows))
+        full = state["rtt"]
+        state["rtt"] = spare.pop()
+        c[tf.C_NRTT] = 0
+        spare.append(full)
+        pending.append(worker.submit(consume_rtt, full[:n]))
 
     def finish_rtt() -> None:
         try:
