@@ -21,6 +21,7 @@ from benchbook.errors import BenchbookError
 
 MERGED_FILES = ("merged.hlog", "merged.json")
 PAIR_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+DEFAULT_MAX_LATENCY_MS = 5000.0  # benchbook latency's default --max-latency-ms
 MAX_LATENCY_MS_LIMIT = 1e9  # about 11.6 days: far beyond any DuT, well inside int64 nanoseconds
 PERCENTILES = JSON_PERCENTILES  # the percentiles of a latency summary.json
 PERCENTILE_METHOD = ("HdrHistogram, 3 significant digits: the sum of every pair's interval histograms; each value "
@@ -48,6 +49,27 @@ def max_latency_problem(max_latency_ms: float) -> str | None:
     if round(max_latency_ms * 1e6) < 2:
         return f"--max-latency-ms {max_latency_ms}: below 2 ns, no latency could be kept"
     return None
+
+
+def pairs_problem(names: Sequence[str], n_files: int) -> str | None:
+    """What is wrong with the pair names of ``n_files`` logs (one per log, in order; unique folder names), or
+    None."""
+    if len(names) != n_files:
+        return f"{n_files} file(s) but {len(names)} pair name(s): expected one name per file, in order"
+    seen: set[str] = set()
+    for i, name in enumerate(names, start=1):
+        if (problem := pair_name_problem(name)) is not None:
+            return f"pair name {i}: {problem}"
+        if name in seen:
+            return f"pair name {i}: name {name!r} given twice"
+        seen.add(name)
+    return None
+
+
+def merged_line(doc: dict[str, Any]) -> str:
+    """One line on merged.json's document: count, pairs, p50 and p99."""
+    return (f"merged: {doc['count']} latencies of {len(doc['pairs'])} pairs  p50 {doc['percentiles_ns']['50']} ns"
+            f"  p99 {doc['percentiles_ns']['99']} ns")
 
 
 def write_merged(out_dir: Path, pairs: Sequence[tuple[str, Path]], max_latency_ns: int) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """`benchbook hist FILE...`: the latency distribution of HdrHistogram interval logs (.hlog) and
 MoonGen histogram CSVs, merged, printed like HdrHistogram's HistogramLogProcessor (or as JSON, or
 as MoonGen's own summary line). The rules are benchbook.analysis.hist_report's.
+`benchbook hist LOG... --merged-dir DIR --pair-name NAME...`: DIR/merged.hlog and DIR/merged.json of pairs'
+latency.hlog files, as `benchbook latency --pairs` writes them (benchbook.analysis.hlog_merge).
 """
 
 from __future__ import annotations
@@ -36,8 +38,25 @@ def hist(
                                                      "layout, as HistogramLogProcessor)."),
     ticks_per_half: int = typer.Option(5, "--ticks-per-half", help="Percentile ticks per half distance."),
     csv: bool = typer.Option(False, "--csv", help="Percentile distribution as CSV."),
+    merged_dir: Path | None = typer.Option(None, "--merged-dir", help="Instead of printing a distribution, write "
+                                           "DIR/merged.hlog and DIR/merged.json from the pairs' latency.hlog FILEs, "
+                                           "byte for byte as `benchbook latency --pairs` does."),
+    pair_names: list[str] | None = typer.Option(None, "--pair-name", help="With --merged-dir: the pair name of "
+                                                "each FILE, one per FILE, in order."),
+    max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="With --merged-dir: the "
+                                                "--max-latency-ms the pairs were analysed with (default 5000, "
+                                                "as benchbook latency)."),
 ) -> None:
-    """Percentile distribution of latency histograms, HistogramLogProcessor style."""
+    """Percentile distribution of latency histograms, HistogramLogProcessor style.
+
+    With --merged-dir: the merged histogram of `benchbook latency --pairs` (every interval of every log added).
+    Exit status: 0 ok, 1 an unreadable or malformed input, 2 a usage error."""
+    if merged_dir is not None or pair_names or max_latency_ms is not None:
+        given = {"--json": as_json, "--moongen-summary": moongen_summary, "--tag": tag is not None,
+                 "--all-tags": all_tags, "--start": start != 0.0, "--end": end != math.inf,
+                 "--significant-digits": significant_digits is not None, "--csv": csv}
+        _write_merged(list(files), merged_dir, pair_names or [], max_latency_ms, [k for k, v in given.items() if v])
+        return
     if unit not in UNITS:
         typer.echo(f"benchbook hist: error: --unit must be one of {', '.join(UNITS)}, not {unit!r}", err=True)
         raise typer.Exit(2)
@@ -78,6 +97,33 @@ def hist(
         sys.stdout.write(summary_line + "\n")
         return
     sys.stdout.write(percentile_text(loaded, unit=unit, ticks_per_half=ticks_per_half, csv=csv))
+
+
+def _write_merged(files: list[Path], merged_dir: Path | None, names: list[str], max_latency_ms: float | None,
+                  distribution_options: list[str]) -> None:
+    from benchbook.analysis import hlog_merge
+
+    max_latency_ms = hlog_merge.DEFAULT_MAX_LATENCY_MS if max_latency_ms is None else max_latency_ms
+    if merged_dir is None:
+        problem = "--pair-name and --max-latency-ms apply to --merged-dir DIR"
+    elif distribution_options:
+        problem = f"--merged-dir adds every interval of each log; it takes no {', '.join(distribution_options)}"
+    elif merged_dir.exists() and not merged_dir.is_dir():
+        problem = f"--merged-dir {merged_dir}: exists and is not a directory"
+    else:
+        problem = hlog_merge.max_latency_problem(max_latency_ms) or hlog_merge.pairs_problem(names, len(files))
+    if problem:
+        typer.echo(f"benchbook hist: error: {problem}", err=True)
+        raise typer.Exit(2)
+    assert merged_dir is not None
+    merged_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        doc = hlog_merge.write_merged(merged_dir, list(zip(names, files, strict=True)), round(max_latency_ms * 1e6))
+    except hlog_merge.HlogMergeError as exc:
+        typer.echo(f"benchbook hist: error: {exc} (nothing written)", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(hlog_merge.merged_line(doc))
+    typer.echo(f"wrote {merged_dir}/: merged.hlog, merged.json")
 
 
 def register(app: typer.Typer) -> None:

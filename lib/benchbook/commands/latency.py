@@ -195,6 +195,7 @@ def pair_task(pre: str, post: str, final: str, key, max_latency_ns: int, window:
 
 def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window: int, html: bool,
                    engine: str | None, scheduler: str | None, ssh_cluster: Path | None) -> None:
+    from benchbook.analysis.hlog_merge import MERGED_FILES, merged_line
     from benchbook.analysis.latency_report import OUTPUT_FILES
     from benchbook.engine import EngineError, Task, engine_spec, open_engine, run_installing
 
@@ -233,14 +234,11 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
             typer.echo(f"benchbook latency: error: pair {name}: {failed[name]} ({finals[name]} left unchanged)",
                        err=True)
     if failed:
-        from benchbook.analysis.hlog_merge import MERGED_FILES
-
         for f in MERGED_FILES:
             (out / f).unlink(missing_ok=True)  # a merge of other pairs would pass for this run's
         raise typer.Exit(1)
     merged = write_merged(out, [name for _pre, _post, name in pairs], max_latency_ns)
-    typer.echo(f"merged: {merged['count']} latencies of {len(pairs)} pairs  p50 {merged['percentiles_ns']['50']} ns"
-               f"  p99 {merged['percentiles_ns']['99']} ns")
+    typer.echo(merged_line(merged))
     typer.echo(f"wrote {out}/: {len(pairs)} pair folders, merged.hlog, merged.json")
     if any(s["matched"] == 0 for s in summaries.values()):
         raise typer.Exit(1)
