@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchbook.analysis.latency import ContentKey, IdKey, match_captures
 from benchbook.analysis.latency_table import read_latencies
@@ -37,6 +39,8 @@ def reference_match(pre_path, post_path, mode: str, max_lat: int = 5_000_000_000
     def key(fr):
         if mode == "id":
             return struct.unpack("<Q", fr[offset : offset + 8])[0]
+        if mode == "id-big":
+            return struct.unpack(">Q", fr[offset : offset + 8])[0]
         return content_key(fr)
 
     seen: dict = {}
@@ -69,7 +73,7 @@ def reference_match(pre_path, post_path, mode: str, max_lat: int = 5_000_000_000
             reordered += 1
         max_idx = max(max_idx, idx)
         depth = max(depth, int(np.searchsorted(pre_t, t, "left")) - idx)
-        rows.append((k if mode == "id" else idx, tp, t, lat))
+        rows.append((idx if mode == "content" else k, tp, t, lat))
     counts = dict(pre=len(pre), post=len(post), matched=len(rows), lost=len(pre) - pre_dups - len(rows),
                   duplicates=dup, unmatched_post=unmatched, reordered=reordered, pre_duplicates=pre_dups)
     return rows, counts, depth
@@ -88,12 +92,19 @@ def pair(tmp_path_factory):
 
 
 COUNT_KEYS = ("pre", "post", "matched", "lost", "duplicates", "unmatched_post", "reordered")
+KEYS = {"id": IdKey(offset=42), "id-big": IdKey(offset=42, byteorder="big"), "content": ContentKey()}
 
 
-@pytest.mark.parametrize("mode", ["id", "content"])
+def bswap(ids: np.ndarray) -> np.ndarray:
+    return ids.astype(np.uint64).byteswap()
+
+
+@pytest.mark.parametrize("mode", ["id", "id-big", "content"])
 def test_matching_equals_independent_computation_and_truth(pair, mode, tmp_path):
+    """id: a little-endian counter; id-big: the same counter read big-endian, so only its high bytes
+    vary (the byte-swapped ids of a big-endian counter read little-endian); content: the frame bytes."""
     d, truth = pair
-    key = IdKey(offset=42) if mode == "id" else ContentKey()
+    key = KEYS[mode]
     res = match_captures(d / "pre.pcap", d / "post.pcap", key, out_parquet=tmp_path / "l.parquet", chunk_packets=1500)
     rows, ref, depth = reference_match(d / "pre.pcap", d / "post.pcap", mode)
     assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
@@ -103,9 +114,12 @@ def test_matching_equals_independent_computation_and_truth(pair, mode, tmp_path)
     # the generator's truth
     assert {k: res.counts[k] for k in COUNT_KEYS} == truth.counts()
     assert truth.lost > 300 and truth.duplicates > 100 and truth.reordered > 100
-    if mode == "id":
+    if mode != "content":
         delivered = truth.latency_ns >= 0
-        want = dict(zip(truth.id[delivered].tolist(), truth.latency_ns[delivered].tolist(), strict=True))
+        ids = truth.id[delivered] if mode == "id" else bswap(truth.id[delivered])
+        if mode == "id-big":
+            assert np.all(ids & np.uint64(0xFFFFFFFF) == 0)  # the low bytes never vary
+        want = dict(zip(ids.tolist(), truth.latency_ns[delivered].tolist(), strict=True))
         assert dict(zip(res.id.tolist(), res.latency_ns.tolist(), strict=True)) == want
     else:  # ids are pre indices
         assert np.array_equal(res.latency_ns, truth.latency_ns[res.id.astype(np.int64)])
@@ -278,3 +292,92 @@ def test_equal_timestamps_alone_do_not_match(tmp_path):
     c = res.counts
     assert (c["matched"], c["lost"], c["out_of_range_post"], c["unmatched_post"]) == (0, 100, 100, 100)
     assert len(res.latency_ns) == 0
+
+
+ID_PATTERNS = ("counter", "swapped", "high-bits", "random")
+
+
+@st.composite
+def capture_pairs(draw):
+    """Pre ids (unique) in a pattern that matters to the hash table, pre/post times, and per packet: lost,
+    delivered once or twice with a latency that may be <= 0 or beyond max latency; foreign post packets."""
+    n = draw(st.integers(1, 160))
+    pattern = draw(st.sampled_from(ID_PATTERNS))
+    base = draw(st.integers(0, 1 << 20))
+    k = np.arange(n, dtype=np.uint64) + np.uint64(base)
+    if pattern == "swapped":  # a big-endian counter read little-endian
+        ids = bswap(k)
+    elif pattern == "high-bits":  # only bits above any table mask vary
+        ids = k << np.uint64(40)
+    elif pattern == "random":
+        ids = np.array(sorted(set(draw(st.lists(st.integers(0, 2**64 - 1), min_size=n, max_size=n)))), np.uint64)
+        ids = ids[np.array(draw(st.permutations(range(len(ids)))), np.int64)] if len(ids) > 1 else ids
+    else:
+        ids = k
+    n = len(ids)
+    gaps = draw(st.lists(st.integers(1, 3000), min_size=n, max_size=n))
+    pre_t = 1_000_000 + np.cumsum(np.array(gaps, np.int64))
+    max_lat = draw(st.integers(2, 40_000))
+    fate = draw(st.lists(st.tuples(st.sampled_from(("lost", "once", "twice")), st.integers(-2000, 50_000),
+                                   st.integers(0, 60_000)), min_size=n, max_size=n))
+    post = []
+    for i, (what, lat, extra) in enumerate(fate):
+        if what != "lost":
+            post.append((int(pre_t[i]) + lat, int(ids[i])))
+        if what == "twice":
+            post.append((int(pre_t[i]) + lat + extra, int(ids[i])))
+    n_foreign = draw(st.integers(0, 5))
+    for f in range(n_foreign):
+        post.append((int(pre_t[f % n]) + 100, (int(ids.max()) + 1 + f) % 2**64 ^ 0x5A5A))
+    post.sort(key=lambda x: x[0])
+    # small windows: evictions leave tombstones that force table rebuilds (and may push packets out early)
+    window = draw(st.sampled_from((4, 8, 16, max(2, 1 << (n - 1).bit_length()), 1 << 12)))
+    return ids, pre_t, post, max_lat, window
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=capture_pairs())
+def test_every_key_mode_matches_the_reference_whatever_the_ids(case, tmp_path_factory):
+    """Counters, byte-swapped counters, ids varying only in high bits and random ids give the reference's
+    matches in all three key modes, also with small windows (tombstones, table rebuilds). When the window
+    was too small (packets evicted before their time), the matches are a subset of the reference's."""
+    ids, pre_t, post, max_lat, window = case
+    d = tmp_path_factory.mktemp("prop")
+    write_pcap(d / "pre.pcap", pre_t, _frames_with_ids(ids.tolist()))
+    write_pcap(d / "post.pcap", np.array([t for t, _ in post], np.int64), _frames_with_ids([i for _, i in post]))
+    for mode, key in KEYS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # steps back in the post clock are warned about
+            res = match_captures(d / "pre.pcap", d / "post.pcap", key, max_latency_ns=max_lat, window_packets=window,
+                                 chunk_packets=37)
+        rows, ref, _ = reference_match(d / "pre.pcap", d / "post.pcap", mode, max_lat=max_lat)
+        got = list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist(),
+                       strict=True))
+        c = res.counts
+        assert c["matched"] + c["lost"] + c["pre_duplicates"] == c["pre"] == ref["pre"], mode
+        assert c["matched"] + c["duplicates"] + c["unmatched_post"] == c["post"] == ref["post"], mode
+        if c["window_evicted"]:
+            assert set(got) <= set(rows) and c["lost"] >= ref["lost"], mode
+        else:
+            assert {k: c[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}, mode
+            assert got == rows, mode
+
+
+@pytest.mark.parametrize("mode", list(KEYS))
+def test_table_rebuilds_keep_every_waiting_key(tmp_path, mode):
+    """Packets leaving by time leave tombstones; past a quarter of the table it is rebuilt from the ring
+    (here several times), and every packet still waiting must be found again."""
+    n, window = 6000, 1024
+    pre_t = 1_000_000 + 1000 * np.arange(n, dtype=np.int64)
+    ids = np.arange(n, dtype=np.uint64) + np.uint64(7)
+    post_t = pre_t + 2500 + (np.arange(n) % 3) * 1000  # 2-5 packets wait unmatched at any time
+    write_pcap(tmp_path / "pre.pcap", pre_t, _frames_with_ids(ids.tolist()))
+    order = np.argsort(post_t, kind="stable")  # delivered in time order: some overtake others
+    write_pcap(tmp_path / "post.pcap", post_t[order], _frames_with_ids(ids[order].tolist()))
+    res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", KEYS[mode], max_latency_ns=6000,
+                         window_packets=window)
+    rows, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", mode, max_lat=6000)
+    assert res.counts["matched"] == n and res.counts["window_evicted"] == 0 and res.counts["reordered"] > 0
+    assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+    assert list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist(),
+                    strict=True)) == rows
