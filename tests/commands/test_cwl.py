@@ -1,6 +1,6 @@
 """`benchbook cwl export|job|run`: the exported latency workflow, run by cwltool without containers on generated
-capture pairs, writes per pair exactly what `benchbook latency --pairs` writes; the run record links the
-CWLProv research object and its Workflow Run RO-Crate, which reads back with rocrate."""
+capture pairs, writes per pair and merged.hlog/merged.json exactly what `benchbook latency --pairs` writes; the
+run record links the CWLProv research object and its Workflow Run RO-Crate, which reads back with rocrate."""
 
 from __future__ import annotations
 
@@ -49,9 +49,10 @@ def test_cwltool_runs_the_latency_workflow_as_the_cli_does(tmp_path):
     (tmp_path / "pairs.csv").write_text("pre,post,name\n" + "".join(
         f"caps/pre{i}.pcap,caps/post{i}.pcap,pair{i}\n" for i in range(2)))
 
+    options = ["--id-offset", "42", "--max-latency-ms", "400"]  # the merged histogram's layout ends at 400 ms
     for args in (["cwl", "export", "-o", "cwl"],
-                 ["cwl", "job", "--pairs", "pairs.csv", "--id-offset", "42", "-o", "job.json"],
-                 ["latency", "--pairs", "pairs.csv", "--id-offset", "42", "-o", "cli"]):
+                 ["cwl", "job", "--pairs", "pairs.csv", *options, "-o", "job.json"],
+                 ["latency", "--pairs", "pairs.csv", *options, "-o", "cli"]):
         done = run(*args, cwd=tmp_path)
         assert done.returncode == 0, f"{args}: {done.stderr}"
     done = run("cwl", "run", "cwl/latency-pipeline.cwl", "job.json", "--runs-dir", "runs", cwd=tmp_path)
@@ -68,30 +69,34 @@ def test_cwltool_runs_the_latency_workflow_as_the_cli_does(tmp_path):
         for rel in ("latencies.parquet", "latency.hlog"):
             assert (outputs / name / rel).read_bytes() == (tmp_path / "cli" / name / rel).read_bytes()
 
-    merged_cli = json.loads((tmp_path / "cli" / "merged.json").read_text())
-    merged_cwl = json.loads((outputs / "merged-hist.json").read_text())
-    for key in ("count", "min_ns", "max_ns", "percentiles_ns"):
-        assert merged_cwl[key] == merged_cli[key], key
-    assert merged_cwl["count"] == sum(merged_cli["pairs"].values())
-    assert (outputs / "merged.hgrm").read_text().startswith("#[StartTime:")
+    for rel in ("merged.hlog", "merged.json"):
+        assert (outputs / rel).read_bytes() == (tmp_path / "cli" / rel).read_bytes(), rel
+    assert sorted(p.name for p in outputs.iterdir()) == ["merged.hgrm", "merged.hlog", "merged.json", "pair0",
+                                                         "pair1"]
+    merged = json.loads((outputs / "merged.json").read_text())
+    assert merged["pairs"] == {n: json.loads((outputs / n / "summary.json").read_text())["matched"]
+                               for n in ("pair0", "pair1")}
+    hgrm = (outputs / "merged.hgrm").read_text()
+    assert hgrm.startswith("#[StartTime:") and f"Total count    = {merged['count']:>12d}" in hgrm
 
     record = read_record(run_dir)
     assert record["status"] == "complete" and record["error"] is None
     assert record["cwl_provenance"]["research_object"] == "provenance"
     assert record["cwl_provenance"]["crate"] == "crate"
     assert any(e["path"] == "crate/ro-crate-metadata.json" for e in record["outputs"])
-    assert json.loads((run_dir / "outputs.json").read_text())["merged_json"]["basename"] == "merged-hist.json"
+    assert json.loads((run_dir / "outputs.json").read_text())["merged_json"]["basename"] == "merged.json"
 
     from rocrate.rocrate import ROCrate
 
     crate = ROCrate(run_dir / "crate")
     assert "ComputationalWorkflow" in crate.mainEntity.type
     actions = {e.get("name").rsplit("#", 1)[-1]: e for e in crate.get_entities() if "CreateAction" in e.type}
-    assert set(actions) == {"main", "main/latency", "main/latency_2", "main/merge_json", "main/merge_text"}
+    assert set(actions) == {"main", "main/latency", "main/latency_2", "main/merge", "main/merge_text"}
     results = {r.id for r in actions["main"].get("result")}
-    sha1 = hashlib.sha1((outputs / "merged-hist.json").read_bytes()).hexdigest()
-    assert sha1 in results
-    assert (run_dir / "crate" / sha1).read_bytes() == (outputs / "merged-hist.json").read_bytes()
+    for rel in ("merged.hlog", "merged.json"):
+        sha1 = hashlib.sha1((outputs / rel).read_bytes()).hexdigest()
+        assert sha1 in results, rel
+        assert (run_dir / "crate" / sha1).read_bytes() == (outputs / rel).read_bytes(), rel
 
 
 def test_cwl_job_needs_a_key_option(tmp_path):

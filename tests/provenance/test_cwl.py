@@ -54,8 +54,10 @@ def _command_options(name: str) -> set[str]:
 def test_each_tool_offers_every_option_of_its_command(command):
     tool = documents()[f"{command}.cwl"]
     assert tool["baseCommand"] == ["benchbook", command]
-    prefixes = {i["inputBinding"]["prefix"].rstrip("=") for i in tool["inputs"].values()
-                if "prefix" in i.get("inputBinding", {})}
+    bindings = [i.get("inputBinding", {}) for i in tool["inputs"].values()]
+    bindings += [t["inputBinding"] for i in tool["inputs"].values() for t in i["type"]  # a prefix per array item
+                 if isinstance(i["type"], list) and isinstance(t, dict) and "inputBinding" in t]
+    prefixes = {b["prefix"].rstrip("=") for b in bindings if "prefix" in b}
     # where a command's tasks run, and batch modes (many pairs / one analysis per capture): a CWL runner
     # schedules the steps and a workflow scatters over the inputs itself
     options = _command_options(command) - {"--engine", "--scheduler", "--ssh-cluster", "--pairs", "--each"}
@@ -95,7 +97,14 @@ def test_latency_pipeline_scatters_over_pairs():
     step = wf["steps"]["latency"]
     assert step["scatter"] == ["pre", "post", "name"] and step["scatterMethod"] == "dotproduct"
     assert {"class": "ScatterFeatureRequirement"} in wf["requirements"]
-    assert wf["steps"]["merge_json"]["in"]["files"] == "latency/hlog"
+    merge = wf["steps"]["merge"]
+    assert merge["run"] == "hist.cwl" and merge["in"]["files"] == "latency/hlog"
+    assert merge["in"]["pair_names"] == "names" and merge["in"]["max_latency_ms"] == "max_latency_ms"
+    assert {k: wf["outputs"][k]["outputSource"] for k in ("merged_hlog", "merged_json")} == {
+        "merged_hlog": "merge/merged_hlog", "merged_json": "merge/merged_json"}
+    hist = documents()["hist.cwl"]
+    assert hist["outputs"]["merged_hlog"]["outputBinding"]["glob"] == "$(inputs.merged_dir)/merged.hlog"
+    assert hist["inputs"]["pair_names"]["type"][1]["inputBinding"] == {"prefix": "--pair-name"}
 
 
 def test_read_pairs_and_the_job(tmp_path):
@@ -115,7 +124,8 @@ def test_read_pairs_and_the_job(tmp_path):
     ("pre;post;name\n", "line 1: expected the header 'pre,post,name'"),
     ("pre,post,name\na.pre,a.post\n", "line 2: expected 3 cells"),
     ("pre,post,name\na.pre,a.post,x\na.pre,a.post,x\n", "line 3: name 'x' given twice"),
-    ("pre,post,name\na.pre,a.post,../x\n", "line 2: name '../x': expected a plain directory name"),
+    ("pre,post,name\na.pre,a.post,../x\n", "line 2: name '../x': expected one folder name"),
+    ("pre,post,name\na.pre,a.post,merged.json\n", "line 2: name 'merged.json': expected one folder name"),
     ("pre,post,name\na.pre,missing.post,x\n", "missing.post: no such file"),
     ("pre,post,name\n", "no pairs after the header line"),
 ])

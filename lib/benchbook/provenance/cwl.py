@@ -6,7 +6,8 @@
   notebook.cwl                                               a CommandLineTool running papermill on a paper
                                                              notebook with benchbook's notebook parameters
   latency-pipeline.cwl                                       Workflow: capture pairs (scattered) -> latency
-                                                             tables, HDR figures, one merged HDR histogram
+                                                             tables, HDR figures, merged.hlog and merged.json
+                                                             (as latency --pairs), a merged percentile text
   tcp-pipeline.cwl                                           Workflow: captures -> TCP flows -> Jain fairness
 
 Every document carries, as hints, a ``SoftwareRequirement`` naming the Guix packages of
@@ -259,10 +260,13 @@ def fairness_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
+    m = "$(inputs.merged_dir)"
     return _tool(
         ["benchbook", "hist"], "benchbook hist: merged percentile distribution of latency histograms",
         "Merges .hlog interval logs and MoonGen histogram CSVs and prints their percentile distribution "
-        "(HistogramLogProcessor style, or JSON with json=true).",
+        "(HistogramLogProcessor style, or JSON with json=true). With merged_dir and pair_names (one per file): "
+        "writes merged_dir/merged.hlog and merged_dir/merged.json from pairs' latency.hlog files, as "
+        "`benchbook latency --pairs` does, and prints one summary line.",
         {
             "files": _input("File[]", ".hlog interval logs and/or MoonGen histogram CSVs (merged)", position=1),
             "json": _flag("--json", "count, min/max/mean/stddev and percentiles in ns as JSON"),
@@ -279,9 +283,23 @@ def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "ticks_per_half": _input("int?", "percentile ticks per half distance (default 5)",
                                      prefix="--ticks-per-half", position=2),
             "csv": _flag("--csv", "percentile distribution as CSV"),
+            "merged_dir": _input("string?", "write merged.hlog and merged.json into this directory (. for the "
+                                 "output directory) instead of printing a distribution", prefix="--merged-dir",
+                                 position=2),
+            "pair_names": _input(["null", {"type": "array", "items": "string",
+                                           "inputBinding": {"prefix": "--pair-name"}}],
+                                 "with merged_dir: the pair name of each file, in order", position=2),
+            "max_latency_ms": _input("double?", "with merged_dir: the pairs' maximum latency (default 5000)",
+                                     prefix="--max-latency-ms", position=2),
             "report_name": {"type": "string", "default": "hist.txt", "doc": "file name of the result"},
         },
-        {"report": {"type": "stdout", "doc": "the merged distribution"}},
+        {
+            "report": {"type": "stdout", "doc": "the merged distribution (with merged_dir: one summary line)"},
+            "merged_hlog": _out_file(f"{m}/merged.hlog", "with merged_dir: the merged histogram (.hlog)",
+                                     optional=True),
+            "merged_json": _out_file(f"{m}/merged.json", "with merged_dir: its count and percentiles (JSON)",
+                                     optional=True),
+        },
         hints, stdout="$(inputs.report_name)")
 
 
@@ -363,7 +381,8 @@ def latency_pipeline(hints: list[dict[str, Any]]) -> dict[str, Any]:
         "capture pairs -> latency tables, HDR figures and one merged HDR histogram",
         "Runs benchbook latency on every capture pair (scatter, dotproduct over pre, post, names: pair i writes "
         "the directory names[i], as `benchbook latency --pairs` does), then merges the pairs' latency.hlog "
-        "interval logs with benchbook hist into one percentile distribution (text and JSON).",
+        "interval logs with benchbook hist into merged.hlog and merged.json (the files `benchbook latency "
+        "--pairs` writes) and into a percentile distribution (merged.hgrm, HistogramLogProcessor style).",
         {
             "pre": {"type": "File[]", "doc": "pre-DuT captures, one per pair"},
             "post": {"type": "File[]", "doc": "post-DuT captures, same order"},
@@ -378,10 +397,12 @@ def latency_pipeline(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "hlogs": {"type": "File[]", "outputSource": "latency/hlog", "doc": "latency.hlog per pair"},
             "figures": {"type": {"type": "array", "items": ["null", "File"]}, "outputSource": "latency/hdr_html",
                         "doc": "hdr.html per pair"},
+            "merged_hlog": {"type": "File", "outputSource": "merge/merged_hlog",
+                            "doc": "merged.hlog: every interval of every pair's latency.hlog added"},
+            "merged_json": {"type": "File", "outputSource": "merge/merged_json",
+                            "doc": "merged.json: per-pair counts, count, min, max and percentiles (ns) of merged.hlog"},
             "merged_percentiles": {"type": "File", "outputSource": "merge_text/report",
-                                   "doc": "percentile distribution of all pairs' histograms merged"},
-            "merged_json": {"type": "File", "outputSource": "merge_json/report",
-                            "doc": "count, min/max/mean/stddev and percentiles (ns) of the merged histogram"},
+                                   "doc": "merged.hgrm: percentile distribution of all pairs' histograms merged"},
         },
         {
             "latency": {
@@ -391,15 +412,15 @@ def latency_pipeline(hints: list[dict[str, Any]]) -> dict[str, Any]:
                 "in": {"pre": "pre", "post": "post", "name": "names", **{k: k for k in LATENCY_OPTIONS}},
                 "out": ["out", "latencies", "hlog", "summary", "hdr_html", "report"],
             },
+            "merge": {
+                "run": "hist.cwl",
+                "in": {"files": "latency/hlog", "pair_names": "names", "max_latency_ms": "max_latency_ms",
+                       "merged_dir": {"default": "."}, "report_name": {"default": "merged.txt"}},
+                "out": ["merged_hlog", "merged_json"],
+            },
             "merge_text": {
                 "run": "hist.cwl",
                 "in": {"files": "latency/hlog", "unit": "unit", "report_name": {"default": "merged.hgrm"}},
-                "out": ["report"],
-            },
-            "merge_json": {
-                "run": "hist.cwl",
-                "in": {"files": "latency/hlog", "json": {"default": True},
-                       "report_name": {"default": "merged-hist.json"}},
                 "out": ["report"],
             },
         },
@@ -537,7 +558,10 @@ class CapturePair:
 
 def read_pairs(path: Path) -> list[CapturePair]:
     """Capture pairs from a CSV file with the columns pre,post,name (a header line naming them first;
-    relative paths are relative to the CSV file). Errors name the file and line."""
+    relative paths are relative to the CSV file; names as `benchbook latency --pairs` takes them). Errors name the
+    file and line."""
+    from benchbook.analysis.hlog_merge import pair_name_problem
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -554,8 +578,8 @@ def read_pairs(path: Path) -> list[CapturePair]:
         if len(row) != 3:
             raise CwlExportError(f"{path}: line {lineno}: expected 3 cells pre,post,name, got {len(row)}")
         pre, post, name = (c.strip() for c in row)
-        if not name or "/" in name or name in (".", "..") or name.startswith("."):
-            raise CwlExportError(f"{path}: line {lineno}: name {name!r}: expected a plain directory name")
+        if (problem := pair_name_problem(name)) is not None:
+            raise CwlExportError(f"{path}: line {lineno}: {problem}")
         if name in seen:
             raise CwlExportError(f"{path}: line {lineno}: name {name!r} given twice")
         seen.add(name)
