@@ -1,8 +1,9 @@
 """Capture reading and latency matching: benchbook against dpkt, scapy, tshark, pyshark and a
 straightforward dpkt matching script, on the same generated nanosecond pcap pair.
 
-Full run: scan on a 2 M-packet pair side; `benchbook latency` from the shell on 2 x 10 M; peak RSS
-for 2 x 10 M and 2 x 50 M (the 50 M pair needs ~8 GB under benchmarks/work/). pyshark and the dpkt
+Full run: scan on a 2 M-packet pair side; `benchbook latency` from the shell on 2 x 10 M, once per key mode
+(sequential ids, byte-swapped ids, content key); peak RSS for 2 x 10 M and 2 x 50 M (the 50 M pair needs
+~8 GB under benchmarks/work/). pyshark and the dpkt
 matching script run on a subsample (first N packets) and are extrapolated as rates; the notes say so.
 Generated captures are kept in benchmarks/work/ (git-ignored) and reused.
 """
@@ -135,28 +136,37 @@ def run(quick: bool) -> list[dict]:
                     "M matched pkt/s", f"core: {n_scan:,} per side, no output files; dpkt: first {n_dpkt:,} per side, "
                     "whole script from the shell incl. start-up, extrapolated as a rate"))
 
-    # ---- `benchbook latency` from the shell -------------------------------------------------
+    # ---- `benchbook latency` from the shell, one row per key mode ----------------------------
     n_cli = 1_000_000 if quick else 10_000_000
     cpre, cpost, ctruth = pair(n_cli)
     bb = [str(Path(PY).with_name("benchbook")), "latency", str(cpre), str(cpost), "-o", str(WORK / f"out-{n_cli}"),
           "--id-offset", "42"]
-    child_run(bb)  # the first run may compile and cache the kernels; then the best of three
-    runs = [child_run(bb) for _ in range(3)]
-    t_cli = min(r["s"] for r in runs)
-    rss_cli = max(r["rss"] for r in runs)
-    all_walls = ", ".join(f"{r['s']:.2f}" for r in runs)
-    s = json.loads((WORK / f"out-{n_cli}" / "summary.json").read_text())
-    assert s["matched"] == ctruth["matched"]
-    cli_rate = s["matched"] / t_cli / 1e6
-    rows.append(row(f"`benchbook latency` 2 x {n_cli / 1e6:g} M ns pcap, from the shell", cli_rate, dpkt_rate,
-                    "dpkt script (baselines/dpkt_match.py)", "M matched pkt/s",
-                    f"best wall of 3 runs {t_cli:.2f} s (all: {all_walls}) "
-                    f"incl. interpreter start-up, cached JIT, parquet + hlog + hdr.html + summary; "
-                    f"dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
-                    f"dpkt's float timestamps also lose ns precision"))
+    modes = (
+        ("sequential ids", [], "the generator's little-endian counter at offset 42"),
+        ("byte-swapped ids", ["--id-big-endian"], "the same counter read big-endian: its low bytes never vary, "
+                                                  "as a big-endian counter read little-endian"),
+        ("content key", None, "MoonSniff/pos key: frame bytes 12-64, IPv4/UDP checksums zeroed, hashed to 128 bits"),
+    )
+    rss_cli = 0
+    for label, extra, what in modes:
+        cmd = bb[:6] + ["--content-key"] if extra is None else bb + extra
+        child_run(cmd)  # the first run may compile and cache the kernels; then the best of three
+        runs = [child_run(cmd) for _ in range(3)]
+        walls = [r["s"] for r in runs]
+        t_cli = min(walls)
+        rss_cli = max(rss_cli, *(r["rss"] for r in runs))
+        s = json.loads((WORK / f"out-{n_cli}" / "summary.json").read_text())
+        assert s["matched"] == ctruth["matched"], (label, s["matched"], ctruth)
+        rows.append(row(f"`benchbook latency` 2 x {n_cli / 1e6:g} M ns pcap, {label}, from the shell",
+                        s["matched"] / t_cli / 1e6, dpkt_rate, "dpkt script (baselines/dpkt_match.py)",
+                        "M matched pkt/s",
+                        f"{what}; best wall of 3 runs {t_cli:.2f} s, spread {max(walls) - t_cli:.2f} s (all: "
+                        f"{', '.join(f'{w:.2f}' for w in walls)}) incl. interpreter start-up, cached JIT, parquet + "
+                        f"hlog + hdr.html + summary; dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
+                        f"dpkt's float timestamps also lose ns precision"))
     rows.append(row(f"peak RSS `benchbook latency` 2 x {n_cli / 1e6:g} M", rss_cli / 1024, 1024.0, "limit 1 GiB", "MiB",
-                    "resource.getrusage(RUSAGE_CHILDREN).ru_maxrss of the child; ratio = limit / used",
-                    higher_is_better=False))
+                    "resource.getrusage(RUSAGE_CHILDREN).ru_maxrss of the child, highest of the three key modes; "
+                    "ratio = limit / used", higher_is_better=False))
     if not quick:
         n_big = 50_000_000
         free = shutil.disk_usage(WORK).free
