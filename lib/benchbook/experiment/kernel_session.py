@@ -141,17 +141,27 @@ class KernelSession:
     def alive(self) -> bool:
         return self.km is not None and bool(self._run(self.km.is_alive))
 
-    def ensure_started(self) -> None:
-        """Start the kernel, or start it again if it died (a point may crash it)."""
-        if self.km is not None and self.alive():
+    def launch(self) -> None:
+        """Start the kernel process without waiting for it to be ready, so that it boots while the
+        caller does other work; ensure_started connects to it. (A kernel whose parent dies exits:
+        jupyter_client gives it JPY_PARENT_PID, which ipykernel watches.)"""
+        if self.km is not None:
             return
-        self.close(now=True)
         from jupyter_client.manager import AsyncKernelManager
 
         self.km = AsyncKernelManager(kernel_name=self.kernel_name)
         # as nbclient starts kernels: in-memory history, and ipykernel's unencrypted-TCP warning silenced
         self._run(self.km.start_kernel, extra_arguments=["--IPKernelApp.log_level=ERROR",
                                                          "--HistoryManager.hist_file=:memory:"])
+
+    def ensure_started(self) -> None:
+        """Connect to the launched kernel, or start one (again, if it died: a point may crash it)."""
+        if self.km is not None and self.alive():
+            if self.kc is not None:
+                return
+        else:
+            self.close(now=True)
+            self.launch()
         self.kc = self.km.client()
         self.kc.start_channels()
         self._run(self.kc.wait_for_ready, timeout=self.startup_timeout_s)

@@ -302,6 +302,9 @@ def run_sweep(
         by_key = {p["key"]: p for p in manifest["points"]}
         todo = [by_key[k] for k in manifest["order"] if by_key[k]["status"] != "complete"]
         outcome.skipped = [p["key"] for p in manifest["points"] if p["status"] == "complete"]
+        kernel = KernelSession() if shared_kernel and todo and engine is None else None
+        if kernel is not None:
+            kernel.launch()  # the kernel boots while the host is fingerprinted
         fingerprint = host_fingerprint() if todo else None
         bar = _Bar(len(manifest["points"]), len(outcome.skipped), enabled=progress)
         if engine is not None:  # points as measurement tasks on an engine (benchbook.experiment.engine_runs)
@@ -322,7 +325,6 @@ def run_sweep(
             finally:
                 bar.close()
             return outcome
-        kernel = KernelSession() if shared_kernel and todo else None
         try:
             for p in todo:
                 order_index = manifest["order"].index(p["key"])
