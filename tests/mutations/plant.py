@@ -74,8 +74,16 @@ MUTATIONS = (
     Mutation(
         "window-eviction-off-by-one",
         "the full-window eviction runs one entry late (tail - head > window): the ring overwrites the oldest "
-        "waiting packet before it leaves the table, stale entries fill the table and the probe loop never ends",
+        "waiting packet before it leaves the table, so its slot is freed for the wrong packet",
         (("if tail - head >= window:", "if tail - head > window:"),),
+        ("tests/analysis/test_latency.py",),
+    ),
+    Mutation(
+        "deletion-without-tombstone",
+        "a packet leaving the match table always empties its slot (never a tombstone): keys further along its "
+        "probe run become unreachable and their post copies go unmatched",
+        (("    if tab[2 * ((s + 1) & tmask)] == EMPTY:\n        tab[2 * s] = EMPTY",
+          "    if True:\n        tab[2 * s] = EMPTY"),),
         ("tests/analysis/test_latency.py",),
     ),
 )
