@@ -194,7 +194,7 @@ def match_captures(
     pre, post = Path(pre), Path(post)
     a = _KeyedStream(pre, key, chunk_packets)
     b = _KeyedStream(post, key, chunk_packets)
-    st = mk.new_state(window_packets)
+    st = mk.new_state(window_packets, 2 if isinstance(key, IdKey) else 4)
     c = st["c"]
     # reused output arrays; each batch is copied out (cheaper here than fresh arrays' page faults)
     cap = OUT_BATCH

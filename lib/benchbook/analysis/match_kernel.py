@@ -54,11 +54,14 @@ EMPTY, TOMB, SEQ0 = np.uint64(0), np.uint64(1), np.uint64(2)
 AHEAD = 12  # packets between a slot's prefetch and its use
 
 
-def new_state(window: int) -> dict[str, np.ndarray]:
-    """Allocate the matcher state for a ring of ``window`` (power of two) entries."""
+def new_state(window: int, spread: int = 2) -> dict[str, np.ndarray]:
+    """Allocate the matcher state for a ring of ``window`` (power of two) entries and a table of
+    ``spread`` (power of two) slots per entry: keys hashed all over the table probe less in a sparser one."""
     if window & (window - 1) or window < 2:
         raise ValueError("window must be a power of two >= 2")
-    tsize = window * 2
+    if spread & (spread - 1) or spread < 2:
+        raise ValueError("spread must be a power of two >= 2")
+    tsize = window * spread
     raw = np.zeros(2 * tsize + 8, np.uint64)
     skip = (-raw.ctypes.data % 64) // 8  # slots start on a cache line
     return {
