@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,16 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS} (set BENCHBOOK_SHARED)")
     return SHARED_DATASETS
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def reproduce_cli(runs_dir: Path, entry: str, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
+    """`benchbook reproduce ENTRY ARGS...` as a user runs it from the repository root, its runs under runs_dir."""
+    env = dict(os.environ, BENCHBOOK_RUNS=str(runs_dir))
+    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", entry, *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout_s)
 
 
 def require_root() -> None:

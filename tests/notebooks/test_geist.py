@@ -4,8 +4,6 @@ a short reproduction of Fig. 1 that measures Reno's sawtooth and leaves nothing 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_MISMATCH, EXIT_PARTIAL
 from benchbook.reproduce.registry import load_entry
-from conftest import require_program, require_root
+from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "notebooks" / "geist-iitm19"))
@@ -95,9 +93,7 @@ def test_fig1_short_reproduction_measures_the_sawtooth_and_leaves_nothing(tmp_pa
     require_program("iperf3")
     from benchbook.testbed.cleanup import leftovers
 
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "geist-iitm19-fig1", "-p", "duration_s=4"],
-                       cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = reproduce_cli(tmp_path, "geist-iitm19-fig1", "-p", "duration_s=4", timeout_s=300)
     assert r.returncode in (EXIT_PARTIAL, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "geist-iitm19-fig1").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())

@@ -3,14 +3,13 @@ values of known shape, and the dry run listing every gate step."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from benchbook.reproduce.registry import load_entry
+from conftest import reproduce_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "notebooks" / "kato-ijat18"))
@@ -46,9 +45,7 @@ def test_realised_periods_and_the_degraded_share() -> None:
 def test_registry_and_dry_run_list_every_gate_step(tmp_path: Path) -> None:
     values = {p.name: p.value for p in load_entry("kato-ijat18-fig9").published}
     assert values["Fig. 8: sleeping period (mean)"] == 110 and values["Fig. 9 (TSQ not used): largest cwnd"] == 970
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "kato-ijat18-fig9", "--dry-run"],
-                       cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = reproduce_cli(tmp_path, "kato-ijat18-fig9", "--dry-run", timeout_s=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     steps = [ln for ln in r.stdout.splitlines() if "tbf rate 1000bit burst 1514" in ln]
     assert len(steps) == 24 and "(at 6 s after the flows start)" in steps[0]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pandas as pd
 import pytest
 
 from benchbook.commands.reproduce import EXIT_PARTIAL
-from conftest import require_program, require_root
+from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "notebooks" / "stemplinger-iitm19"))
@@ -51,9 +49,7 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     require_program("tcpdump")
     from benchbook.testbed.cleanup import leftovers
 
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "stemplinger-iitm19-fig3", "-p",
-                        "duration_s=3"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = reproduce_cli(tmp_path, "stemplinger-iitm19-fig3", "-p", "duration_s=3", timeout_s=300)
     assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "stemplinger-iitm19-fig3").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchbook.commands.reproduce import EXIT_MISMATCH, EXIT_PARTIAL, EXIT_REPRODUCED
 from benchbook.reproduce.registry import load_entry
-from conftest import require_program, require_root
+from conftest import reproduce_cli, require_program, require_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRY = "turkovic-diss-table5-1"
 CLAIM = ["Cubic vs BBR: Cubic average throughput", "Cubic vs BBR: BBR average throughput",
          "Cubic vs BBR: average Jain index"]
@@ -31,14 +28,8 @@ def test_registry_holds_the_printed_numbers() -> None:
     assert list(entry.claim_rows) == CLAIM
 
 
-def _run(tmp_path: Path, *args: str, entry: str = ENTRY) -> subprocess.CompletedProcess:
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", entry, *args], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-
-
 def test_dry_run_lists_the_commands_and_measures_nothing(tmp_path: Path) -> None:
-    r = _run(tmp_path, "--dry-run")
+    r = reproduce_cli(tmp_path, ENTRY, "--dry-run")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "iperf3 -c 198.19.0.1 -p 5202 -t 30 -i 0.3 -C cubic -J" in r.stdout
     assert "pfifo limit 1000" in r.stdout and "htb rate 100000000bit" in r.stdout
@@ -53,7 +44,7 @@ def test_short_reproduction_shows_published_beside_measured_and_leaves_nothing(t
     from benchbook.testbed.cleanup import leftovers
 
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text()
-    r = _run(tmp_path, "-p", "duration_s=5", "-p", "repetitions=1")
+    r = reproduce_cli(tmp_path, ENTRY, "-p", "duration_s=5", "-p", "repetitions=1")
     assert r.returncode in (EXIT_REPRODUCED, EXIT_MISMATCH, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / ENTRY).iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
@@ -81,9 +72,7 @@ def test_short_reproduction_shows_published_beside_measured_and_leaves_nothing(t
 def test_figure_entry_draws_the_mixed_pair_and_marks_vegas_not_derivable(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "turkovic-diss-fig5-5", "-p",
-                        "duration_s=3"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    r = reproduce_cli(tmp_path, "turkovic-diss-fig5-5", "-p", "duration_s=3", timeout_s=600)
     assert r.returncode in (EXIT_REPRODUCED, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "turkovic-diss-fig5-5").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
@@ -100,9 +89,7 @@ def test_table5_2_registry_and_dry_run_use_the_delay_line_where_netem_is_missing
     values = {p.name: p.value for p in entry.published}
     assert values["Cubic(0ms) vs Cubic(200ms): Cubic(0ms) average throughput"] == 67.88
     assert values["BBR(0ms) vs BBR(200ms): BBR(200ms) average throughput"] == 82.1
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "turkovic-diss-table5-2", "--dry-run"],
-                       cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    r = reproduce_cli(tmp_path, "turkovic-diss-table5-2", "--dry-run", timeout_s=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     from benchbook.testbed.capabilities import probe_netem
 
@@ -137,7 +124,7 @@ def test_fig6_1b_short_run_compares_the_runnable_cells_and_names_what_is_not_der
     require_program("iperf3")
     from benchbook.testbed.cleanup import leftovers
 
-    r = _run(tmp_path, "-p", "duration_s=3", "-p", "rtt_deltas_ms=100", entry="turkovic-diss-fig6-1b")
+    r = reproduce_cli(tmp_path, "turkovic-diss-fig6-1b", "-p", "duration_s=3", "-p", "rtt_deltas_ms=100")
     assert r.returncode in (EXIT_MISMATCH, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "turkovic-diss-fig6-1b").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())

@@ -4,8 +4,6 @@ tc commands, and (root) a short run of both arms whose probe waits behind the TC
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_PARTIAL
 from benchbook.testbed.dumbbell import Dumbbell, FlowSpec
-from conftest import require_program, require_root
+from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "notebooks" / "zunker-thesis24"))
@@ -60,9 +58,7 @@ def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_p
     require_program("iperf3")
     from benchbook.testbed.cleanup import leftovers
 
-    env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "zunker-thesis24-fig6-5", "-p",
-                        "duration_s=2"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = reproduce_cli(tmp_path, "zunker-thesis24-fig6-5", "-p", "duration_s=2", timeout_s=300)
     assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "zunker-thesis24-fig6-5").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
