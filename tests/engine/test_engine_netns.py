@@ -28,7 +28,10 @@ from pathlib import Path
 from benchbook.engine import Task, run_installing
 from benchbook.engine.cluster import DaskEngine
 from engine_tasks import slow_first_start
+from distributed import Client
 out, log = Path(sys.argv[2]), sys.argv[3]
+with Client(sys.argv[1], timeout=30) as c:  # both workers registered before the engine checks their versions
+    c.wait_for_workers(2, timeout=60)
 eng = DaskEngine(scheduler=sys.argv[1], connect_timeout_s=30)
 t0 = time.monotonic()
 outcomes = list(run_installing(eng, [Task("t", slow_first_start, (str(out / "t"), log, "t", 120.0, 0.2))],
