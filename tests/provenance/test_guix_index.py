@@ -138,14 +138,14 @@ def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
     import shlex
 
     from benchbook.commands.env import rebuild_command
-    from benchbook.experiment.runner import _copy_environment_files
+    from benchbook.experiment.runner import copy_environment_files
     from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
 
     pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
     assert environment_description()["guix_channel_commit"] == pinned
     run_dir = tmp_path / "exp" / "run-1"
     run_dir.mkdir(parents=True)
-    copied = _copy_environment_files(run_dir, ANALYSIS_MANIFEST)
+    copied = copy_environment_files(run_dir, ANALYSIS_MANIFEST)
     assert copied["channels"] == "channels.scm" and copied["manifest_source"] == "analysis.scm"
     assert channel_commits(run_dir / "channels.scm")["guix"] == pinned
     record = {"experiment": "no-such-entry", "notebook": str(REPO_ROOT / "notebooks" / "x.ipynb"),

@@ -197,7 +197,7 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
                    engine: str | None, scheduler: str | None, ssh_cluster: Path | None) -> None:
     from benchbook.analysis.hlog_merge import MERGED_FILES, merged_line
     from benchbook.analysis.latency_report import OUTPUT_FILES
-    from benchbook.engine import EngineError, Task, engine_spec, open_engine, run_installing
+    from benchbook.engine import EngineError, Task, engine_spec, installed_values, open_engine
 
     try:
         spec = engine_spec(engine, scheduler, ssh_cluster)
@@ -209,19 +209,14 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
     finals = {name: out / name for _pre, _post, name in pairs}
     tasks = [Task(name, pair_task, (str(pre), str(post), str(finals[name]), key, max_latency_ns, window, html))
              for pre, post, name in pairs]
-    summaries: dict[str, dict] = {}
-    failed: dict[str, str] = {}
     try:
         with open_engine(spec) as eng:
             typer.echo(f"engine: {spec.describe()}, {len(tasks)} pairs", err=True)
-            for o in run_installing(eng, tasks, finals, OUTPUT_FILES):
-                if o.ok:
-                    summaries[o.key] = o.value["summary"]
-                else:
-                    failed[o.key] = o.error or "failed"
+            done, failed = installed_values(eng, tasks, finals, OUTPUT_FILES)
     except EngineError as exc:
         typer.echo(f"benchbook latency: error: {exc}", err=True)
         raise typer.Exit(1) from None
+    summaries = {name: value["summary"] for name, value in done.items()}
     for _pre, _post, name in pairs:
         if name in summaries:
             s = summaries[name]

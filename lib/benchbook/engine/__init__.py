@@ -13,11 +13,12 @@ from benchbook.engine.tasks import (
     Task,
     attempt_dir,
     install,
+    installed_values,
     remove_attempts,
     run_installing,
 )
 
 __all__ = [
     "EngineError", "EngineSpec", "MeasurementAlreadyStarted", "Outcome", "Task", "attempt_dir", "engine_spec",
-    "install", "open_engine", "remove_attempts", "run_installing",
+    "install", "installed_values", "open_engine", "remove_attempts", "run_installing",
 ]

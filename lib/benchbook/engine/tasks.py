@@ -151,3 +151,17 @@ def run_installing(engine: Any, tasks: list[Task], finals: dict[str, Path],
         for final in finals.values():
             remove_attempts(final)
 
+
+def installed_values(engine: Any, tasks: list[Task], finals: dict[str, Path],
+                     names: Iterable[str] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    """run_installing to the end: the values of the tasks whose output is in place, and the error of every
+    other task, both by task key."""
+    done: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for o in run_installing(engine, tasks, finals, names):
+        if o.ok:
+            done[o.key] = o.value
+        else:
+            failed[o.key] = o.error or "failed"
+    return done, failed
+

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.experiment.record import write_json_atomic, write_record
-from benchbook.experiment.runner import RunResult, _copy_environment_files, new_run_id, now_iso
+from benchbook.experiment.runner import RunResult, copy_environment_files, new_run_id, now_iso
 from benchbook.paths import RUNS_DIR
 from benchbook.testbed.ssh_host import SshHost
 from benchbook.tools.host import CommandError, CommandLog, CommandResult, LocalHost, run_logged
@@ -116,7 +116,7 @@ def run_workflow(workflow: Path, job: Path, *, runs_dir: Path | None = None, exp
         "environment": environment_description(),
         "inputs": [file_entry(workflow, role="workflow"), file_entry(job, role="job")],
         "outputs": [],
-        "environment_files": _copy_environment_files(run_dir, ANALYSIS_MANIFEST),
+        "environment_files": copy_environment_files(run_dir, ANALYSIS_MANIFEST),
         "cwl_provenance": {"workflow": str(workflow), "job": str(job), "research_object": None, "crate": None},
         "warnings": [],
     }

@@ -158,7 +158,7 @@ def _fold_notebook_files(run_dir: Path, record: dict[str, Any]) -> None:
                                            "detail": None if detail is None else str(detail)})
 
 
-def _copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, str]:
+def copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, str]:
     from benchbook.provenance.environment import CHANNELS_FILE
 
     copied: dict[str, str] = {}
@@ -280,7 +280,7 @@ def run_notebook(
     write_record(run_dir, record)
     # Provenance that takes a moment comes after the first record, so a kill here is still visible.
     record["host"] = fingerprint if fingerprint is not None else host_fingerprint()
-    record["environment_files"] = _copy_environment_files(run_dir, manifest or default_manifest(user_params))
+    record["environment_files"] = copy_environment_files(run_dir, manifest or default_manifest(user_params))
     record["inputs"], input_warnings = _input_entries(notebook, user_params, inputs)
     record["warnings"].extend(input_warnings)
     record["environment"].update(git_state(read_paths=[e["path"] for e in record["inputs"]]))
