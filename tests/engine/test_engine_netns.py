@@ -96,7 +96,7 @@ def test_link_cut_reschedules_the_task_on_the_other_worker(tmp_path):
                                    str(log)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(client)
         deadline = time.monotonic() + 90
-        while not (log.exists() and log.read_text().strip()):
+        while not (log.exists() and log.read_text().endswith("\n")):  # a whole "key pid" line, not half a write
             assert client.poll() is None, client.communicate()
             assert time.monotonic() < deadline, "the task did not start"
             time.sleep(0.1)

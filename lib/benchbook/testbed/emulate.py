@@ -277,7 +277,8 @@ def _start_sshds(tb: EmulatedTestbed, host: LocalHost, st: run_state.RunState) -
 def _read_pid(path: Path, timeout_s: float) -> int | None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError, ValueError):
+        # sshd creates the file before it writes the number: an empty file means "not yet", like a missing one
+        with contextlib.suppress(OSError, ValueError, IndexError):
             return int(path.read_text().split()[0])
         time.sleep(0.05)
     return None
