@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv deps java-oracle native lint test reproduce site bench lab lock clean
+.PHONY: all venv kernels deps java-oracle native lint test reproduce site bench lab lock clean
 
 all: venv
 
@@ -26,6 +26,12 @@ $(STAMP): $(LOCK) pyproject.toml
 	touch $@
 
 venv: $(STAMP)
+
+# The numba kernels compiled ahead of time for this CPU (build/kernels/; benchbook.kernels), so that commands
+# start without importing numba. A no-op when current; without it (no C compiler, say) the kernels run under
+# numba's JIT with the same results, and the command says why.
+kernels: venv
+	-@$(BIN)/benchbook kernels build
 
 # Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones.
 deps:
@@ -64,14 +70,14 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: lint venv deps java-oracle native
+test: lint venv kernels deps java-oracle native
 	$(BIN)/python -m pytest -q tests
 
 # Every entry that can run here runs; a partial (4) or mismatch (1) outcome is a result, listed per entry and
 # summarised at the end, not a failure of the job; a failed run (5) or a usage error fails it.
 # The runs it made are then published as a static site in $(SITE) (benchbook publish --since its start).
 SITE ?= build/site
-reproduce: venv deps native
+reproduce: venv kernels deps native
 	@start=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
 	$(BIN)/benchbook reproduce --all; rc=$$?; \
 	$(BIN)/benchbook publish --all --since $$start -o $(SITE) || echo "reproduce: the site could not be published (above)"; \
@@ -87,7 +93,7 @@ reproduce: venv deps native
 site: venv
 	$(BIN)/benchbook publish --all --allow-changed-inputs -o $(SITE)
 
-bench: venv deps native
+bench: venv kernels deps native
 	$(BIN)/python benchmarks/run.py
 
 # JupyterLab rooted at notebooks/ (the paper folders), on 127.0.0.1:$(LAB_PORT) with a fresh token whose

@@ -35,7 +35,7 @@ app = typer.Typer(
 # One module per command group; each defines register(app).
 COMMAND_MODULES = (
     "latency", "hist", "reproduce", "run", "env", "export", "synth", "dataset", "publish", "serve", "tcp",
-    "fairness", "perf", "testbed", "cwl",
+    "fairness", "perf", "testbed", "cwl", "kernels",
 )
 
 for _name in COMMAND_MODULES:

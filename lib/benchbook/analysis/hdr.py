@@ -34,24 +34,24 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-import numba
 import numpy as np
-from numba.cpython.unsafe.numbers import leading_zeros
 
 from benchbook.analysis import hdr_codec
 from benchbook.analysis.hdr_layout import INT64_MAX, HdrLayout, layout_for
 from benchbook.analysis.percentiles import discrete_rank, nearest_rank
+from benchbook.kernels import njit, numba_global
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 RankRule = Literal["ceil", "nearest"]
+leading_zeros = numba_global("numba.cpython.unsafe.numbers", "leading_zeros")
 
 
 # ---- recording kernels -----------------------------------------------------------------------
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _record_kernel(values, counts, unit_mag, half_mag, half_count, mask):  # pragma: no cover - jit
     """Add each value to its slot. Returns (n_bad, first_bad_pos, min, max, sum_lo, sum_hi,
     shift, s1, s2) where the sum is the exact uint128 (sum_hi * 2**64 + sum_lo) of the good values
@@ -103,7 +103,7 @@ def _record_kernel(values, counts, unit_mag, half_mag, half_count, mask):  # pra
     return n_bad, first_bad, vmin, vmax, sum_lo, sum_hi, shift, s1, s2
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _unrecord_kernel(values, counts, unit_mag, half_mag, half_count, mask):  # pragma: no cover - jit
     """Undo _record_kernel for the in-range values (used to roll back a rejected call)."""
     limit = counts.shape[0]
@@ -118,7 +118,7 @@ def _unrecord_kernel(values, counts, unit_mag, half_mag, half_count, mask):  # p
             counts[idx] -= 1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _index_kernel(values, out, unit_mag, half_mag, half_count, mask):  # pragma: no cover - jit
     """Counts-array slot of each value (-1 for negative values)."""
     for i in range(values.shape[0]):

@@ -31,11 +31,11 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from benchbook.analysis.hdr_layout import HdrLayout, layout_for
 from benchbook.errors import BenchbookError
+from benchbook.kernels import njit
 
 V0_ENCODING_COOKIE = 0x1C849308
 V0_COMPRESSED_COOKIE = 0x1C849309
@@ -83,7 +83,7 @@ def _word_size(cookie: int) -> int:
 # ---- ZigZag LEB128 (numba kernels) -------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _zz_encode_counts(counts: np.ndarray, limit: int) -> tuple[np.ndarray, int]:  # pragma: no cover - jit
     if limit < 0:  # up to the last non-zero slot
         limit = counts.shape[0]
@@ -119,7 +119,7 @@ def _zz_encode_counts(counts: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
     return out, pos
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _zz_decode_counts(  # pragma: no cover - jit
     data: np.ndarray, counts: np.ndarray
 ) -> tuple[int, int, int, int, int, int]:
@@ -175,7 +175,7 @@ def _zz_decode_counts(  # pragma: no cover - jit
     return 0, pos, idx, first, last, total
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _nonzero_bounds(counts: np.ndarray) -> tuple[int, int, int]:  # pragma: no cover - jit
     first = -1
     last = -1

@@ -11,21 +11,12 @@ Where the cache directory cannot be written numba does not cache either, and not
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-
-def sources_digest(files: Iterable[str | os.PathLike]) -> str:
-    """SHA-256 over the contents of ``files`` in the order given."""
-    h = hashlib.sha256()
-    for f in files:
-        data = Path(f).read_bytes()
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.hexdigest()
+from benchbook.kernels import sources_digest
 
 
 def module_dispatchers(namespace: dict[str, Any], module_name: str) -> list[Any]:

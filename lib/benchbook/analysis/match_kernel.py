@@ -19,12 +19,14 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+
+from benchbook.kernels import njit, numba_global
 
 _LITTLE = sys.byteorder == "little"
+
+# LLVM intrinsics (benchbook.analysis.match_intrinsics needs numba: resolved when the JIT path is taken)
+_prefetch = numba_global("benchbook.analysis.match_intrinsics", "prefetch")
+_load8 = numba_global("benchbook.analysis.match_intrinsics", "load8")
 
 # counter slots
 C_PRE, C_POST, C_MATCHED, C_LOST, C_UNMATCHED_POST, C_DUPLICATES, C_REORDERED = 0, 1, 2, 3, 4, 5, 6
@@ -71,30 +73,6 @@ def new_state(window: int, spread: int = 2) -> dict[str, np.ndarray]:
         "r_slot": np.zeros(window, np.int64), "r_state": np.zeros(window, np.int8),
         "c": np.zeros(N_COUNTERS, np.int64),
     }
-
-
-def _item_pointer(context, builder, sig, args):
-    """LLVM pointer to array element args[1] of array args[0] (for the intrinsics below; no bounds check)."""
-    aryty = sig.args[0]
-    ary = context.make_array(aryty)(context, builder, args[0])
-    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False, boundscheck=False)
-
-
-@intrinsic
-def _prefetch(typingctx, arr, idx):
-    """Ask the CPU to bring arr[idx] into cache for writing; changes no value."""
-    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _item_pointer(context, builder, sig, args)
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [ptr, i32(1), i32(3), i32(1)])  # write, keep in all cache levels, data
-        return context.get_dummy_value()
-
-    return types.void(arr, idx), codegen
 
 
 @njit(cache=True, inline="always")
@@ -388,24 +366,6 @@ def id_keys(data, offsets, caplen, offset, width, big, out_hi, out_lo, ok):
         ok[k] = True
 
 
-@intrinsic
-def _load8(typingctx, data, p):
-    """The little-endian 64-bit word at bytes data[p:p+8], at any alignment (the caller checks bounds)."""
-    if not isinstance(data, types.Array) or data.dtype != types.uint8 or not isinstance(p, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _item_pointer(context, builder, sig, args)
-        i64 = ir.IntType(64)
-        word = builder.load(builder.bitcast(ptr, i64.as_pointer()), align=1)
-        if not _LITTLE:
-            word = builder.call(cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(i64, [i64]), "llvm.bswap.i64"), [word])
-        return word
-
-    return types.uint64(data, p), codegen
-
-
 @njit(cache=True, inline="always")
 def _mix(h, w, m):
     h ^= w * m
@@ -448,7 +408,13 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
         full = m >> 3
         for w in range(full):
             words[w] = _load8(data, p + start + 8 * w)
-        for w in range(full, n_words):
+        w0 = full
+        r = m - 8 * full  # bytes of a last, partial word
+        if r > 0 and p + start + 8 * full + 8 <= data.shape[0]:
+            # one load past the packet's end, within the buffer: keep its r low (first) bytes
+            words[full] = _load8(data, p + start + 8 * full) & ((np.uint64(1) << np.uint64(8 * r)) - np.uint64(1))
+            w0 = full + 1
+        for w in range(w0, n_words):
             v = np.uint64(0)
             for b in range(max(0, m - 8 * w)):
                 v |= np.uint64(data[p + start + 8 * w + b]) << np.uint64(8 * b)

@@ -17,12 +17,12 @@ nanoseconds, t0 = first packet of the run.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from benchbook.analysis import tcp_parse as tp
 from benchbook.analysis import tcp_rtt as rt
 from benchbook.analysis import tcp_rules as tr
 from benchbook.analysis.kernel_cache import drop_stale_cache, module_dispatchers
+from benchbook.kernels import njit, on_jit
 
 MAX_HOLES = 16
 
@@ -495,4 +495,5 @@ def flush_flows(fl, st, flows, iv, c):
 
 
 # the kernels above inline helpers of these modules: their cache must not outlive a change there
-drop_stale_cache(module_dispatchers(globals(), __name__), [tp.__file__, rt.__file__, tr.__file__])
+# (on the JIT path: the AOT build's manifest covers every kernel module's source)
+on_jit(lambda: drop_stale_cache(module_dispatchers(globals(), __name__), [tp.__file__, rt.__file__, tr.__file__]))

@@ -13,7 +13,8 @@ SACK permitted (4), SACK blocks (5), timestamps (8).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from benchbook.kernels import njit
 
 # parse status
 TCP_OK = 0

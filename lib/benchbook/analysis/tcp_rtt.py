@@ -17,7 +17,8 @@ sequence sent - highest cumulative ACK before this one).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from benchbook.kernels import njit
 
 TS_RING = 64
 SEG_RING = 512

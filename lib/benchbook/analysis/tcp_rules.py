@@ -29,7 +29,7 @@ arriving out of order still count once.
 
 from __future__ import annotations
 
-from numba import njit
+from benchbook.kernels import njit
 
 RULES = ("zeek", "wireshark", "tcptrace")
 RULE_ZEEK, RULE_WIRESHARK, RULE_TCPTRACE = 0, 1, 2

@@ -8,7 +8,8 @@ error naming the byte offset. The plain-Python reference implementation lives in
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from benchbook.kernels import njit
 
 # Return status of the kernels.
 OK = 0  # stopped at the end of the buffer (or of a partial record) or after max_n packets

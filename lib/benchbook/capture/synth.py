@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from benchbook.capture.writer import PcapWriter
+from benchbook.kernels import njit
 
 ETH_IP_UDP = 42  # bytes of Ethernet + IPv4 + UDP headers
 

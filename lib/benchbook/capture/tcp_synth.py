@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from benchbook.capture.writer import PcapWriter
+from benchbook.kernels import njit
 
 HDR = 14 + 20 + 32  # Ethernet + IPv4 + TCP with NOP NOP timestamps
 SYN_HDR = 14 + 20 + 40

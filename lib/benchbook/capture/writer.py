@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-from numba import njit
 
 from benchbook.capture.source import open_output
+from benchbook.kernels import njit
 
 Frames = Sequence[bytes] | tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -39,7 +38,6 @@ def latency(
     With --pairs, DIR/<name>/ holds exactly what `benchbook latency PRE POST -o DIR/<name>` writes (paths
     made absolute, relative ones read from the CSV's folder), whichever --engine runs the pairs.
     Exit status: 0 ok, 1 a capture problem or no matched packets, 2 a usage error."""
-    _hide_scipy_from_numba()
     problem = _check_options(id_offset, id_width, content_key, max_latency_ms, window, out)
     if problem is None and (pairs is None) == (pre is None or post is None):
         problem = "give PRE and POST, or --pairs FILE (not both)" if pairs else "give PRE and POST (or --pairs FILE)"
@@ -110,15 +108,6 @@ def _check_options(id_offset: int | None, id_width: int, content_key: bool, max_
     return None
 
 
-def _hide_scipy_from_numba() -> None:
-    """numba imports SciPy eagerly, for np.linalg/BLAS support (about 0.3 s of this command's
-    start-up here); the matching kernels use neither, so the one-shot command process hides SciPy
-    before numba loads (numba then just records that BLAS is absent). Only when neither is loaded
-    yet: inside a notebook or any process that already uses them, nothing changes."""
-    if "scipy" not in sys.modules and "numba" not in sys.modules:
-        sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` raises ImportError
-
-
 PAIR_COLUMNS = ("pre", "post", "name")
 
 
@@ -184,7 +173,6 @@ def pair_task(pre: str, post: str, final: str, key, max_latency_ns: int, window:
     from benchbook.analysis.latency_report import analyze_captures
     from benchbook.engine.tasks import attempt_dir
 
-    _hide_scipy_from_numba()
     work = attempt_dir(final)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # kept in summary.json

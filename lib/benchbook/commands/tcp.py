@@ -4,7 +4,6 @@ with --each, one analysis per capture in DIR/<capture name>/, on the local or th
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import typer
@@ -38,22 +37,6 @@ def tcp(
             typer.echo(f"error: {p}: no such file", err=True)
             raise typer.Exit(2)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # returns freed memory: flat peak RSS
-    if "numba" not in sys.modules:
-        # numba's CPU target, initialised on the first kernel call, imports SciPy (0.2-0.3 s, for BLAS) and cffi
-        # (0.05 s) that the kernels do not use: hide both while numba loads and initialises, then let a later
-        # `import scipy` in the same process (a notebook, a test runner) work as usual
-        hidden = [m for m in ("scipy", "cffi") if m not in sys.modules]
-        for m in hidden:
-            sys.modules[m] = None  # type: ignore[assignment]
-        try:
-            from numba.core.registry import cpu_target
-
-            cpu_target.typing_context.refresh()
-            cpu_target.target_context.refresh()
-        finally:
-            for m in hidden:
-                if m in sys.modules and sys.modules[m] is None:
-                    del sys.modules[m]
     from benchbook.analysis.tcp_rules import RULES
 
     if rule not in RULES:

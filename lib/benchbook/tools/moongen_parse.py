@@ -8,7 +8,8 @@ simple (the tests compare both with the reference reader in tests/moongen_refere
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from benchbook.kernels import njit
 
 MAX_INT_DIGITS = 18
 MAX_FRAC_DIGITS = 12

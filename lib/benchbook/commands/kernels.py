@@ -1,0 +1,251 @@
+"""`benchbook kernels build|status`: the ahead-of-time build of the numba kernels (see benchbook.kernels).
+
+`build` imports every kernel module, runs a warm-up on small generated captures under numba's JIT (TCP
+analysis, latency matching in each key mode, an interval log read back) and compiles every overload the warm-up
+used with numba's pycc into one extension module for this machine's CPU, with a manifest of the sources it
+was compiled from. It does nothing when that manifest is current. `make` runs it after installing the venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+KERNEL_IMPORT = re.compile(r"^from benchbook\.kernels import .*\bnjit\b", re.M)
+BENCHBOOK_IMPORT = re.compile(
+    r"^\s*(?:from (benchbook(?:\.\w+)*) import (?:\(([^)]*)\)|([\w, ]+))|import (benchbook(?:\.\w+)+))"
+    r"|numba_global\(\"(benchbook(?:\.\w+)+)\"", re.M)
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="The ahead-of-time build of the numba kernels (start-up without numba).",
+                        no_args_is_help=True)
+    group.command("build")(build)
+    group.command("status")(status)
+    app.add_typer(group, name="kernels")
+
+
+def build(force: bool = typer.Option(False, "--force", help="Rebuild even when the build is current.")) -> None:
+    """Compile the kernels ahead of time (build/kernels/); a no-op when the build is current."""
+    from benchbook import kernels as kn
+
+    sources = kernel_sources()
+    digest = kn.sources_digest([kn._package_root() / s for s in sources])
+    manifest_path = kn.KERNELS_DIR / kn.MANIFEST
+    if not force and os.environ.get(kn.MODE_ENV, "auto") == "auto":
+        try:
+            old = json.loads(manifest_path.read_text())
+        except (OSError, ValueError):
+            old = {}
+        if (old.get("sources_sha256") == digest and old.get("sources") == sources
+                and old.get("cpu") == kn.cpu_fingerprint()
+                and all((kn.KERNELS_DIR / e["extension"]).is_file() for e in old.get("exports", []))):
+            typer.echo(f"kernels: AOT build current ({len(old['exports'])} overloads, {manifest_path})")
+            return
+    t0 = time.monotonic()
+    try:
+        manifest = compile_kernels(sources, digest)
+    except Exception as exc:  # the JIT path still works: say why there is no AOT build, do not fail make
+        typer.echo(f"kernels: no AOT build ({type(exc).__name__}: {exc}); the kernels run under numba's JIT",
+                   err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"kernels: compiled {len(manifest['exports'])} overloads of {len(manifest['kernels'])} kernels "
+               f"in {time.monotonic() - t0:.0f} s -> {manifest_path}")
+
+
+def status() -> None:
+    """Say whether the AOT build is in use, and why not."""
+    from benchbook import kernels as kn
+
+    typer.echo(kn.aot_status())
+
+
+def kernel_sources() -> list[str]:
+    """Package-relative paths of every module that defines kernels and of every benchbook module they import
+    (constants, intrinsics): an edit in any of them makes the build stale."""
+    from benchbook import kernels as kn
+
+    root = kn._package_root()
+    texts = {path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
+             for path in sorted(root.rglob("*.py")) if "__pycache__" not in path.parts}
+    todo = [rel for rel, text in texts.items() if KERNEL_IMPORT.search(text)]
+    seen: set[str] = set()
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        for m in BENCHBOOK_IMPORT.finditer(texts[rel]):
+            for name in _imported_modules(m):
+                dotted = name.removeprefix("benchbook.").replace(".", "/")
+                for cand in (f"{dotted}.py", f"{dotted}/__init__.py"):
+                    if cand in texts and cand not in seen:
+                        todo.append(cand)
+    return ["kernels.py", *sorted(seen - {"kernels.py"})]
+
+
+def _imported_modules(m: re.Match) -> list[str]:
+    """`from benchbook.a import b, c` may import modules a.b and a.c, or names of a: both are candidates."""
+    base = m.group(1) or m.group(4) or m.group(5)
+    names = [n.split()[0] for n in (m.group(2) or m.group(3) or "").split(",") if n.strip()]
+    return [base, *(f"{base}.{n}" for n in names)]
+
+
+def _module_name(rel: str) -> str:
+    return "benchbook." + rel.removesuffix(".py").replace("/", ".")
+
+
+def compile_kernels(sources: list[str], digest: str) -> dict[str, Any]:
+    """Warm up under the JIT, then pycc-compile what the warm-up used; returns the manifest written."""
+    import importlib
+
+    from benchbook import kernels as kn
+
+    for rel in sources[1:]:
+        importlib.import_module(_module_name(rel))
+    kn.activate_jit()
+    with tempfile.TemporaryDirectory(prefix="benchbook-kernels-") as tmp:
+        warm_up(Path(tmp))
+    exports = []
+    for k in kn.kernels():
+        if k.inline or k.dispatcher is None:
+            continue
+        for i, (args, cres) in enumerate(sorted(k.dispatcher.overloads.items(), key=lambda kv: str(kv[0]))):
+            pattern = [kn.arg_pattern(t) for t in args]
+            if any(p is None for p in pattern):
+                continue
+            symbol = re.sub(r"\W", "_", f"{k.key}__{i}")
+            exports.append((k, symbol, cres.signature, pattern))
+    if not exports:
+        raise RuntimeError("the warm-up compiled no kernel")
+    return _pycc(exports, sources, digest)
+
+
+_JOB: dict[str, Any] = {}
+
+
+def _compile_one(i: int) -> str:
+    """pycc-compile export i of _JOB into its own extension module; returns the file name."""
+    from numba.pycc import CC
+    from numba.pycc import compiler as pycc_compiler
+
+    from benchbook import kernels as kn
+
+    class ReleaseGil(pycc_compiler.Flags):  # the wrappers release the GIL, as the JIT's nogil kernels do
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.release_gil = True
+
+    k, symbol, sig, _ = _JOB["exports"][i]
+    work = _JOB["work"]
+    cc = CC(f"{kn.EXTENSION}_{i}")
+    cc.output_dir = str(work)
+    cc.target_cpu = _JOB["cpu"]
+    cc.verbose = False
+    cc.export(symbol, sig)(k.py_func)
+    saved = pycc_compiler.Flags
+    pycc_compiler.Flags = ReleaseGil
+    try:
+        cc.compile()
+    finally:
+        pycc_compiler.Flags = saved
+    so = [p for p in work.iterdir() if p.name.startswith(f"{kn.EXTENSION}_{i}.") and p.suffix == ".so"]
+    if len(so) != 1:
+        raise RuntimeError(f"pycc wrote no single {kn.EXTENSION}_{i}*.so for {k.key}")
+    return so[0].name
+
+
+def _pycc(exports: list, sources: list[str], digest: str) -> dict[str, Any]:
+    import multiprocessing
+
+    import llvmlite.binding as llvm
+
+    from benchbook import kernels as kn
+
+    out_dir = kn.KERNELS_DIR
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".kernels-", dir=out_dir.parent))
+    cpu = llvm.get_host_cpu_name()
+    _JOB.update(exports=exports, work=work, cpu=cpu)
+    try:
+        # one extension per overload: pycc typed one of the matcher kernels wrongly when it compiled every kernel
+        # into one module (numba 0.68), while each alone compiles and runs as under the JIT. Forked workers
+        # inherit the warmed-up dispatchers and compile in parallel.
+        with multiprocessing.get_context("fork").Pool(min(len(exports), os.cpu_count() or 1)) as pool:
+            files = pool.map(_compile_one, range(len(exports)), chunksize=1)
+        manifest = {
+            "sources": sources, "sources_sha256": digest, "cpu": kn.cpu_fingerprint(),
+            "llvm_cpu": cpu, "python": list(sys.version_info[:2]),
+            "kernels": sorted({k.key for k, *_ in exports}),
+            "exports": [{"kernel": k.key, "extension": f, "symbol": symbol, "signature": str(sig),
+                         "pattern": pattern} for (k, symbol, sig, pattern), f in zip(exports, files, strict=True)],
+        }
+        (work / kn.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        # whole or not at all: the new directory replaces the old in one rename
+        old = out_dir.with_name(out_dir.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out_dir.exists():
+            out_dir.rename(old)
+        work.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+        return manifest
+    finally:
+        _JOB.clear()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_up(tmp: Path) -> None:
+    """Run the analyses on small generated captures so that each kernel compiles for the argument types real
+    runs pass (arrays read from mapped capture files included)."""
+    import contextlib
+    import warnings
+
+    import numpy as np
+
+    from benchbook.analysis import tcp_flows
+    from benchbook.analysis.hdr import HdrHistogram
+    from benchbook.analysis.hist_report import load_histograms
+    from benchbook.analysis.latency import ContentKey, IdKey
+    from benchbook.analysis.latency_report import analyze_captures
+    from benchbook.analysis.tcp_report import analyze_tcp
+    from benchbook.capture.reader import open_capture
+    from benchbook.capture.synth import make_capture_pair
+    from benchbook.capture.tcp_synth import make_tcp_capture
+    from benchbook.capture.writer import PcapWriter, write_pcapng
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tcp = tmp / "tcp.pcap"
+        make_tcp_capture(tcp, flows=3, segments=400, loss=0.01, reorder=0.01, seed=1)
+        analyze_tcp([tcp], tmp / "tcp-out")
+        for ch in open_capture(tcp, 1 << 16):  # the same packets as pcapng
+            write_pcapng(tmp / "tcp.pcapng", ch.ts_ns, (ch.data, ch.offsets, ch.caplen.astype(np.int64)))
+            break
+        analyze_tcp([tmp / "tcp.pcapng"], tmp / "tcp-out-ng")
+        pre, post = tmp / "pre.pcap", tmp / "post.pcap"
+        make_capture_pair(pre, post, 20_000, loss=0.01, duplicate=0.01, reorder=0.01, seed=1)
+        for i, key in enumerate((IdKey(offset=42), IdKey(offset=42, byteorder="big"), ContentKey())):
+            analyze_captures(pre, post, tmp / f"lat-{i}", key)
+
+        def no_exact(path: Path) -> Any:
+            raise ValueError(f"{path}: not an interval log")
+
+        load_histograms([tmp / "lat-0" / "latency.hlog"], no_exact)
+        # kernels that only some inputs reach: a flow table that grows, a value a histogram refuses, pcap writing
+        state = tcp_flows.new_state(flows=2)
+        tcp_flows.grow_flows(state)
+        h = HdrHistogram(1, 1_000_000, 3)
+        h.counts_indices(np.arange(1, 100, dtype=np.int64))
+        with contextlib.suppress(ValueError):
+            h.record(np.array([5, 10**9], np.int64))
+        with PcapWriter(tmp / "w.pcap") as w:
+            w.write(np.arange(3, dtype=np.int64), [b"\0" * 60] * 3)

@@ -1,0 +1,168 @@
+"""benchbook.kernels: the AOT build of the numba kernels gives what numba's JIT gives, is used only while
+current, and lets a command run without importing numba.
+
+The comparisons run real commands in fresh processes on generated captures with known truth, once with
+BENCHBOOK_KERNELS=jit and once with the AOT build (`make` builds it; without it these tests skip and say so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from benchbook import kernels as kn
+from benchbook.paths import REPO_ROOT
+
+BENCHBOOK = str(REPO_ROOT / ".venv" / "bin" / "benchbook")
+
+
+def _require_build() -> dict:
+    status = subprocess.run([BENCHBOOK, "kernels", "status"], capture_output=True, text=True, check=True).stdout
+    if not status.startswith("AOT build"):
+        pytest.skip(f"no current AOT kernel build here ({status.strip()}); `make kernels` builds it")
+    return json.loads((kn.KERNELS_DIR / kn.MANIFEST).read_text())
+
+
+def _run(args: list[str], mode: str, **env: str) -> subprocess.CompletedProcess:
+    e = dict(os.environ, BENCHBOOK_KERNELS=mode, **env)
+    return subprocess.run([BENCHBOOK, *args], capture_output=True, text=True, env=e)
+
+
+def _tables_equal(a, b, name: str) -> None:
+    ta, tb = pq.read_table(a / name), pq.read_table(b / name)
+    assert ta.num_rows > 0, name
+    assert ta.schema == tb.schema, name
+    # pandas' equals: NaN in the same cell counts as equal (a flow without samples has a NaN mean)
+    assert ta.to_pandas().equals(tb.to_pandas()), f"{name} differs between the JIT and the AOT build"
+
+
+def _summary(path) -> dict:
+    doc = json.loads((path / "summary.json").read_text())
+    for volatile in ("elapsed_s", "wall_s", "created", "written_at"):
+        doc.pop(volatile, None)
+    return doc
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    from benchbook.capture.synth import make_capture_pair
+    from benchbook.capture.tcp_synth import make_tcp_capture
+
+    d = tmp_path_factory.mktemp("kernels")
+    truth_tcp = make_tcp_capture(d / "tcp.pcap", flows=5, segments=3000, loss=0.002, reorder=0.002, seed=11)
+    truth_lat = make_capture_pair(d / "pre.pcap", d / "post.pcap", 200_000, loss=0.001, duplicate=0.001,
+                                  reorder=0.001, seed=5)
+    return d, truth_tcp, truth_lat
+
+
+def test_tcp_analysis_is_the_same_under_the_aot_build_and_the_jit(captures, tmp_path):
+    _require_build()
+    d, truth, _ = captures
+    outs = {}
+    for mode in ("jit", "auto"):
+        out = tmp_path / mode
+        r = _run(["tcp", str(d / "tcp.pcap"), "-o", str(out)], mode)
+        assert r.returncode == 0, r.stderr
+        outs[mode] = out
+    for name in ("flows.parquet", "intervals.parquet", "rtt.parquet"):
+        _tables_equal(outs["jit"], outs["auto"], name)
+    s = _summary(outs["auto"])
+    assert s == _summary(outs["jit"])
+    assert s["packets"] == truth.packets
+
+
+@pytest.mark.parametrize("key", [["--id-offset", "42"], ["--id-offset", "42", "--id-big-endian"], ["--content-key"]])
+def test_latency_matching_is_the_same_under_the_aot_build_and_the_jit(captures, tmp_path, key):
+    _require_build()
+    d, _, truth = captures
+    outs = {}
+    for mode in ("jit", "auto"):
+        out = tmp_path / mode
+        r = _run(["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(out), *key], mode)
+        assert r.returncode == 0, r.stderr
+        outs[mode] = out
+    _tables_equal(outs["jit"], outs["auto"], "latencies.parquet")
+    assert (outs["jit"] / "latency.hlog").read_bytes().split(b"\n")[3:] == \
+        (outs["auto"] / "latency.hlog").read_bytes().split(b"\n")[3:]
+    s = _summary(outs["auto"])
+    if key[-1] != "--id-big-endian":  # read big-endian the ids are other numbers, yet each pair still matches
+        assert s["matched"] == truth.matched
+
+
+def test_a_command_on_the_aot_build_never_imports_numba(captures, tmp_path):
+    _require_build()
+    d, _, _ = captures
+    code = ("import sys; from benchbook.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('NUMBA' if 'numba' in sys.modules else 'NO-NUMBA', rc)\n")
+    for args in (["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "t")],
+                 ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "l"), "--content-key"]):
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                           env=dict(os.environ, BENCHBOOK_KERNELS="auto"))
+        assert r.stdout.splitlines()[-1] in ("NO-NUMBA 0", "NO-NUMBA None"), (args[0], r.stdout[-500:], r.stderr)
+    r = subprocess.run([sys.executable, "-c", code, "tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "j")],
+                       capture_output=True, text=True, env=dict(os.environ, BENCHBOOK_KERNELS="jit"))
+    assert r.stdout.splitlines()[-1].startswith("NUMBA "), r.stdout[-500:]
+
+
+def test_a_stale_build_is_not_used(captures, tmp_path):
+    manifest = _require_build()
+    d, truth, _ = captures
+    copy = tmp_path / "kernels"
+    shutil.copytree(kn.KERNELS_DIR, copy)
+    manifest["sources_sha256"] = "0" * 64  # as after an edit of a kernel source
+    (copy / kn.MANIFEST).write_text(json.dumps(manifest))
+    r = _run(["kernels", "status"], "auto", BENCHBOOK_KERNELS_DIR=str(copy))
+    assert "kernel sources changed" in r.stdout
+    r = _run(["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "out")], "auto", BENCHBOOK_KERNELS_DIR=str(copy))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["packets"] == truth.packets
+    manifest["sources_sha256"] = kn.sources_digest([kn._package_root() / s for s in manifest["sources"]])
+    manifest["cpu"] = "another-cpu"
+    (copy / kn.MANIFEST).write_text(json.dumps(manifest))
+    assert "another CPU" in _run(["kernels", "status"], "auto", BENCHBOOK_KERNELS_DIR=str(copy)).stdout
+    assert "BENCHBOOK_KERNELS=jit" in _run(["kernels", "status"], "jit").stdout
+
+
+def test_calls_the_build_was_not_compiled_for_take_the_jit_with_the_same_result(tmp_path):
+    """In process: id_keys on arrays of other types (int32 caplen, a writable buffer) than the build's."""
+    _require_build()
+    from benchbook.analysis import match_kernel as mk
+
+    rng = np.random.default_rng(3)
+    n = 1000
+    data = rng.integers(0, 256, n * 64, dtype=np.uint8)
+    offsets = np.arange(n, dtype=np.int64) * 64
+    caplen = np.full(n, 64, np.uint32)
+    outs = []
+    for cap, buf in ((caplen, data), (caplen.astype(np.int32), data.copy())):
+        hi, lo, ok = np.empty(n, np.uint64), np.empty(n, np.uint64), np.empty(n, np.bool_)
+        mk.id_keys(buf, offsets, cap, 42, 8, False, hi, lo, ok)
+        outs.append(lo)
+    expect = np.frombuffer(data.reshape(n, 64)[:, 42:50].tobytes(), "<u8")
+    assert np.array_equal(outs[0], expect)
+    assert np.array_equal(outs[1], expect)
+
+
+def test_argument_patterns_refuse_what_the_compiled_code_cannot_take():
+    pat = kn._pattern_types([["a", "<i8", 1, "C", False], ["s", "int"], ["a", "|u1", 1, "C", True]])
+    a = np.zeros(4, np.int64)
+    ro = np.zeros(4, np.uint8)
+    ro.flags.writeable = False
+    assert kn._fits(pat, (a, 3, ro))
+    assert kn._fits(pat, (a, np.int64(3), np.zeros(4, np.uint8)))  # a writable buffer where read-only compiled
+    assert not kn._fits(pat, (a.astype(np.int32), 3, ro))  # dtype
+    assert not kn._fits(pat, (a[::2], 3, ro))  # not C-contiguous
+    assert not kn._fits(pat, (np.zeros((2, 2), np.int64), 3, ro))  # dimensions
+    assert not kn._fits(pat, (a, 3.0, ro))  # a float where an int64 was compiled
+    assert not kn._fits(pat, (a, True, ro))  # a bool is not an int here: the JIT types it as boolean
+    assert not kn._fits(pat, (a, 3))  # arity
+    mutable = kn._pattern_types([["a", "|u1", 1, "C", False]])
+    assert not kn._fits(mutable, (ro,))  # read-only data where the code may write
