@@ -102,6 +102,11 @@ class Kernel:
         """The numba dispatcher (activates the JIT path)."""
         if self.dispatcher is None:
             activate_jit()
+            with _lock:
+                if self.dispatcher is None:  # registered while another thread activated the JIT
+                    import numba
+
+                    self.dispatcher = numba.njit(**self.options)(self.py_func)
         return self.dispatcher
 
     def __repr__(self) -> str:
@@ -111,14 +116,14 @@ class Kernel:
 def njit(*args: Any, **options: Any) -> Any:
     """``numba.njit`` that defers numba: ``@njit`` and ``@njit(cache=True, nogil=True, ...)`` alike."""
     def wrap(fn: Callable) -> Any:
-        if _jit_active:
-            import numba
-
-            return numba.njit(**options)(fn)
-        k = Kernel(fn, options)
         with _lock:
-            _registry.append(k)
-        return k
+            if not _jit_active:
+                k = Kernel(fn, options)
+                _registry.append(k)
+                return k
+        import numba
+
+        return numba.njit(**options)(fn)
 
     if args and callable(args[0]) and len(args) == 1 and not options:
         return wrap(args[0])
