@@ -18,7 +18,7 @@ import time
 import warnings
 from pathlib import Path
 
-from timing import best_of, child_run, row
+from timing import best_of, child_run, kernels_mode, row
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -161,7 +161,8 @@ def run(quick: bool) -> list[dict]:
                         s["matched"] / t_cli / 1e6, dpkt_rate, "dpkt script (baselines/dpkt_match.py)",
                         "M matched pkt/s",
                         f"{what}; best wall of 3 runs {t_cli:.2f} s, spread {max(walls) - t_cli:.2f} s (all: "
-                        f"{', '.join(f'{w:.2f}' for w in walls)}) incl. interpreter start-up, cached JIT, parquet + "
+                        f"{', '.join(f'{w:.2f}' for w in walls)}) incl. interpreter start-up, kernels: "
+                        f"{kernels_mode()}, parquet + "
                         f"hlog + hdr.html + summary; dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
                         f"dpkt's float timestamps also lose ns precision"))
     rows.append(row(f"peak RSS `benchbook latency` 2 x {n_cli / 1e6:g} M", rss_cli / 1024, 1024.0, "limit 1 GiB", "MiB",

@@ -6,7 +6,7 @@ packets. Full run: 3 M packets (30 M for the RSS row, ~3 GB under benchmarks/wor
 Every wall time is the best of several runs in fresh child processes, start-up included; the notes also give
 the child's best CPU time (user + system over all its threads), which a shared machine disturbs less. A start-up
 row runs both tools on a capture of a few hundred packets: what `benchbook tcp` spends before and after the
-packets (interpreter, CLI, numba, pyarrow, writing the report).
+packets (interpreter, CLI, the AOT kernel build or numba's JIT, pyarrow, writing the report).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from timing import best_of, child_run, row
+from timing import best_of, child_run, kernels_mode, row
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -75,7 +75,7 @@ def run(quick: bool) -> list[dict]:
         rows.append(row(f"start-up: `benchbook tcp` on {tiny_truth['packets']} packets", s_ours["cpu"], s_tt["cpu"],
                         "tcptrace -n -l", "s CPU",
                         f"best CPU of 3 (wall: ours {s_ours['s']:.2f} s, tcptrace {s_tt['s']:.2f} s): interpreter, "
-                        "CLI, numba start-up and cached kernels, pyarrow, report", higher_is_better=False))
+                        f"CLI, kernels ({kernels_mode()}), pyarrow, report", higher_is_better=False))
     if shutil.which("tshark"):
         ts = child_run(["tshark", "-q", "-r", str(path), "-z", "conv,tcp"])
         rows.append(row(f"`benchbook tcp` {n / 1e6:.2f} M packets, from the shell", ours_rate, n / ts["s"] / 1e6,

@@ -42,3 +42,12 @@ def row(name, ours, other, tool, unit, note, higher_is_better=True) -> dict:
     ratio = (ours / other if higher_is_better else other / ours) if ours and other else float("nan")
     return {"name": name, "benchbook": ours, "other": other, "other_tool": tool, "unit": unit,
             "ratio": ratio, "note": note}
+
+
+def kernels_mode() -> str:
+    """Which kernels the timed `benchbook` commands run: the AOT build, or numba's JIT and why."""
+    from pathlib import Path
+
+    out = subprocess.run([str(Path(sys.executable).with_name("benchbook")), "kernels", "status"],
+                         capture_output=True, text=True).stdout.strip()
+    return "AOT build" if out.startswith("AOT build") else f"numba JIT: {out}"

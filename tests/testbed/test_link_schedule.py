@@ -83,7 +83,12 @@ def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path:
     for start, end, rate in ((1, 3, 40e6), (3.5, 5, 10e6), (7, 9, 25e6)):
         got = bps[(t >= start) & (t < end)].mean()
         assert 0.7 * rate < got < 1.05 * rate, (start, end, rate, got)   # payload: headers take ~3 %
-    assert bps[(t >= 5.0) & (t < 5.5)].max() < 1e6                       # closed: at most a frame or two
     applied = res["record"]["schedule"]["applied"]
     assert [a["t_s"] for a in applied] == [0, 3, 5, 6] and all(a["applied_at_s"] >= a["t_s"] for a in applied)
+    # closed: at most a frame or two in each interval that lies wholly between the closing and the reopening as
+    # applied (on a loaded machine `tc` applies a step tens of ms late: the interval from 5.0 s then still
+    # carries the end of the 10 Mbit/s phase)
+    closed = (t >= applied[2]["applied_at_s"]) & (t + 0.5 <= applied[3]["applied_at_s"])
+    assert closed.any(), (applied, t)
+    assert bps[closed].max() < 1e6, (applied, t[closed], bps[closed])
     assert leftovers({token}) == leftovers(set())
