@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchbook.analysis.fairness import (
     FairnessError,
@@ -115,3 +117,11 @@ def test_confidence_interval_student_t() -> None:
     assert one.n == 1 and math.isnan(one.low)
     with pytest.raises(FairnessError):
         confidence_interval([])
+
+
+@given(st.lists(st.integers(-2**62, 2**62), max_size=60))
+def test_sorted_unique_equals_numpy_unique(values):
+    from benchbook.analysis.fairness import sorted_unique
+
+    a = np.array(values, np.int64)
+    assert np.array_equal(sorted_unique(a), np.unique(a))

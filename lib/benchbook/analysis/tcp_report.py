@@ -284,19 +284,21 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
         raise ModuleNotFoundError("plotly is not installed: it provides plotly.min.js for report.html")
     js = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     shutil.copyfile(js, out / "plotly.min.js")
+    from benchbook.analysis.fairness import sorted_unique
+
     label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" for f, a, sp, b, dp in zip(
         flows["flow"], flows["src"], flows["sport"], flows["dst"], flows["dport"], strict=True)}
     data: list[dict[str, Any]] = []
     _, _, thr = flow_goodput_series(intervals, column="throughput_bps")
     fids, starts, good = flow_goodput_series(intervals)
-    for f in np.unique(fids):
+    for f in sorted_unique(fids):
         m = fids == f
         x = np.round((starts[m] - t0_ns) / 1e9, 6).tolist()
         data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(thr[m] / 1e6, 6).tolist(),
                      "name": label[int(f)], "legendgroup": str(f), "xaxis": "x", "yaxis": "y3"})
         data.append({"type": "scatter", "mode": "lines", "x": x, "y": np.round(good[m] / 1e6, 6).tolist(),
                      "name": label[int(f)], "legendgroup": str(f), "showlegend": False, "xaxis": "x", "yaxis": "y2"})
-    for f in np.unique(rtt_sample[:, rt.R_FLOW]) if rtt_sample.size else []:
+    for f in sorted_unique(rtt_sample[:, rt.R_FLOW]) if rtt_sample.size else []:
         m = rtt_sample[:, rt.R_FLOW] == f
         data.append({"type": "scattergl", "mode": "markers", "marker": {"size": 3},
                      "x": np.round((rtt_sample[m, rt.R_TIME] - t0_ns) / 1e9, 6).tolist(),
