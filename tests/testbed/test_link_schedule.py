@@ -85,10 +85,18 @@ def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path:
         assert 0.7 * rate < got < 1.05 * rate, (start, end, rate, got)   # payload: headers take ~3 %
     applied = res["record"]["schedule"]["applied"]
     assert [a["t_s"] for a in applied] == [0, 3, 5, 6] and all(a["applied_at_s"] >= a["t_s"] for a in applied)
-    # closed: at most a frame or two in each interval that lies wholly between the closing and the reopening as
-    # applied (on a loaded machine `tc` applies a step tens of ms late: the interval from 5.0 s then still
-    # carries the end of the 10 Mbit/s phase)
-    closed = (t >= applied[2]["applied_at_s"]) & (t + 0.5 <= applied[3]["applied_at_s"])
-    assert closed.any(), (applied, t)
-    assert bps[closed].max() < 1e6, (applied, t[closed], bps[closed])
+    # closed: an interval that lies mostly between the closing and the reopening as applied carries at most a
+    # frame or two beyond what the open link passed in its part before the closing (10 Mbit/s) and after the
+    # reopening (25 Mbit/s). On a loaded machine `tc` applied the 5 s step 85 ms late once, and the interval
+    # from 5.0 s carried 1.69 Mbit/s of the 10 Mbit/s phase.
+    a2, a3 = applied[2]["applied_at_s"], applied[3]["applied_at_s"]
+    checked = 0
+    for start, rate in zip(t, bps, strict=True):
+        inside = min(start + 0.5, a3) - max(start, a2)
+        if inside < 0.25:
+            continue
+        open_bits = 10e6 * max(0.0, a2 - start) + 25e6 * max(0.0, start + 0.5 - a3)
+        assert rate < open_bits / 0.5 + 1e6, (start, rate, a2, a3)
+        checked += 1
+    assert checked >= 1, (a2, a3, t)
     assert leftovers({token}) == leftovers(set())

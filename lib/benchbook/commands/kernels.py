@@ -1,9 +1,10 @@
 """`benchbook kernels build|status`: the ahead-of-time build of the numba kernels (see benchbook.kernels).
 
 `build` imports every kernel module, runs a warm-up on small generated captures under numba's JIT (TCP
-analysis, latency matching in each key mode, an interval log read back) and compiles every overload the warm-up
-used with numba's pycc into one extension module for this machine's CPU, with a manifest of the sources it
-was compiled from. It does nothing when that manifest is current. `make` runs it after installing the venv.
+analysis, latency matching in each key mode, an interval log and a MoonGen histogram read back) and compiles
+every overload the warm-up used with numba's pycc, one extension module each, for this machine's CPU, with a
+manifest of the sources it was compiled from. It does nothing when that manifest is current. `make` runs it
+after installing the venv.
 """
 
 from __future__ import annotations
@@ -221,6 +222,7 @@ def warm_up(tmp: Path) -> None:
     from benchbook.capture.synth import make_capture_pair
     from benchbook.capture.tcp_synth import make_tcp_capture
     from benchbook.capture.writer import PcapWriter, write_pcapng
+    from benchbook.tools.moongen_histogram import read_moongen_histogram
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -249,3 +251,6 @@ def warm_up(tmp: Path) -> None:
             h.record(np.array([5, 10**9], np.int64))
         with PcapWriter(tmp / "w.pcap") as w:
             w.write(np.arange(3, dtype=np.int64), [b"\0" * 60] * 3)
+        # large enough for the compiled scan (COMPILED_SCAN_BYTES)
+        (tmp / "moongen.csv").write_text("".join(f"{v}.5,{v % 7 + 1}\n" for v in range(100, 80_000)))
+        read_moongen_histogram(tmp / "moongen.csv")
