@@ -139,6 +139,7 @@ def run(quick: bool) -> list[dict]:
     # ---- `benchbook latency` from the shell, one row per key mode ----------------------------
     n_cli = 1_000_000 if quick else 10_000_000
     cpre, cpost, ctruth = pair(n_cli)
+    kernels = kernels_mode()  # one `kernels status` for the three rows
     bb = [str(Path(PY).with_name("benchbook")), "latency", str(cpre), str(cpost), "-o", str(WORK / f"out-{n_cli}"),
           "--id-offset", "42"]
     modes = (
@@ -162,7 +163,7 @@ def run(quick: bool) -> list[dict]:
                         "M matched pkt/s",
                         f"{what}; best wall of 3 runs {t_cli:.2f} s, spread {max(walls) - t_cli:.2f} s (all: "
                         f"{', '.join(f'{w:.2f}' for w in walls)}) incl. interpreter start-up, kernels: "
-                        f"{kernels_mode()}, parquet + "
+                        f"{kernels}, parquet + "
                         f"hlog + hdr.html + summary; dpkt on the first {n_dpkt:,} packets per side, extrapolated; "
                         f"dpkt's float timestamps also lose ns precision"))
     rows.append(row(f"peak RSS `benchbook latency` 2 x {n_cli / 1e6:g} M", rss_cli / 1024, 1024.0, "limit 1 GiB", "MiB",

@@ -187,10 +187,6 @@ def _import_numba() -> None:
                 del sys.modules[m]
 
 
-def jit_active() -> bool:
-    return _jit_active
-
-
 def kernels() -> list[Kernel]:
     """Every kernel registered so far (modules imported so far)."""
     with _lock:
