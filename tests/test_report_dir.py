@@ -1,5 +1,5 @@
-"""report_dir: a report appears whole or not at all; a rerun exchanges the whole report at once where the file
-system can, keeps files that are not the report's, removes named files the rerun did not write."""
+"""report_dir: a report appears whole or not at all; a rerun replaces the report's files in the same directory,
+keeps files that are not the report's, removes named files the rerun did not write, loses nothing on failure."""
 
 from __future__ import annotations
 
@@ -16,21 +16,6 @@ NAMES = ("a.parquet", "summary.json", "report.html")
 def _write(work: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (work / name).write_text(text)
-
-
-def _exchange_works(tmp_path: Path) -> bool:
-    a, b = tmp_path / "xa", tmp_path / "xb"
-    a.mkdir()
-    b.mkdir()
-    (a / "f").write_text("a")
-    ok = rd._exchange(a, b)
-    if ok:
-        assert (b / "f").read_text() == "a" and not (a / "f").exists()
-    for d in (a, b):
-        for f in d.iterdir():
-            f.unlink()
-        d.rmdir()
-    return ok
 
 
 def _previous(out: Path) -> None:
@@ -59,28 +44,43 @@ def test_new_directory_is_renamed_into_place(tmp_path: Path) -> None:
     assert [p.name for p in out.parent.iterdir()] == ["out"]
 
 
-def test_rerun_exchanges_the_whole_report(tmp_path: Path) -> None:
-    if not _exchange_works(tmp_path):
-        pytest.skip("this file system has no renameat2 RENAME_EXCHANGE: the file-by-file path is tested below")
-    out = tmp_path / "out"
-    _previous(out)
-    with rd.report_dir(out, NAMES) as work:
-        _write(work, {"a.parquet": "new a", "summary.json": "new summary"})
-        new_inode = work.stat().st_ino
-    # the directory itself was exchanged (the report changed in one step), not filled file by file
-    assert out.stat().st_ino == new_inode
-    _check_rerun(out)
-
-
-def test_rerun_file_by_file_where_no_exchange(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rd, "_exchange", lambda work, out: False)
+def test_rerun_replaces_the_report_in_the_same_directory(tmp_path: Path) -> None:
+    """out stays the same directory (a process working in it, such as a notebook kernel whose cwd it is, keeps
+    its place) and each file of the report is the new one."""
     out = tmp_path / "out"
     _previous(out)
     inode = out.stat().st_ino
-    with rd.report_dir(out, NAMES) as work:
-        _write(work, {"a.parquet": "new a", "summary.json": "new summary"})
+    held = (out / "a.parquet").open()  # a reader holding the previous file keeps reading it whole
+    cwd = os.getcwd()
+    try:
+        os.chdir(out)
+        with rd.report_dir(out, NAMES) as work:
+            _write(work, {"a.parquet": "new a", "summary.json": "new summary"})
+        assert Path(os.getcwd()).resolve() == out.resolve() and Path("notes.txt").read_text() == "the user's"
+    finally:
+        os.chdir(cwd)
+    assert held.read() == "old a"
+    held.close()
     assert out.stat().st_ino == inode
     _check_rerun(out)
+
+
+def test_failed_move_puts_the_previous_file_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    _previous(out)
+    real = os.rename
+
+    def rename(src, dst):
+        if Path(src).name == "summary.json" and Path(src).parent.name.startswith(".out.tmp-"):  # new -> out
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(rd.os, "rename", rename)
+    with pytest.raises(OSError, match="No space left"):
+        with rd.report_dir(out, NAMES) as work:
+            _write(work, {"a.parquet": "new a", "summary.json": "new summary"})
+    assert (out / "summary.json").read_text() == "old summary"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_symlinked_output_stays_a_link(tmp_path: Path) -> None:

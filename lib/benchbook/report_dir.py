@@ -2,24 +2,21 @@
 
 ``with report_dir(out, names) as work:`` yields a fresh directory beside ``out``; the caller writes every
 file of the report there. When the block ends without an exception the report is moved into ``out``:
-a rename when ``out`` does not exist yet; else, where the file system can, both directories are exchanged in
-one step (Linux renameat2 RENAME_EXCHANGE: the whole report changes at once) and the files in ``out`` that
-are not the report's (not written by this run and not named in ``names``) are moved back, so only they are
-briefly absent; elsewhere file by file (each an atomic replace; files named in ``names`` that this run did not
-write are removed, other files in ``out`` are left alone). When the block raises, ``out`` stays exactly as it
-was. The working directory (after an exchange: the previous report) is always removed.
+a rename when ``out`` does not exist yet, else file by file (files named in ``names`` that this run did not
+write are removed, other files in ``out`` are left alone; ``out`` itself stays the same directory, so a
+process working in it is not disturbed). When the block raises, ``out`` stays exactly as it was. The working
+directory is always removed.
 
-The exchange also spares the file system's flush on replace: ext4 (auto_da_alloc) starts writing back each
-new file renamed over an old one, 18 ms for the 14 MB rtt.parquet of a 3 M-packet `benchbook tcp` report.
+File by file, a file of the previous report is first renamed into the working directory and the new one then
+renamed into its place: a reader sees the old file, for a moment none, then the new one, never a part of
+either. Renaming over the old file instead would make ext4 (auto_da_alloc) start writing the new file back
+at once: 18 ms for the 14 MB rtt.parquet of a 3 M-packet `benchbook tcp` report.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
-import stat
-import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -54,48 +51,20 @@ def _install(work: Path, out: Path, names: tuple[str, ...]) -> None:
         if not out.is_dir():
             raise
     made = sorted(f.name for f in work.iterdir())
-    if _exchange(work, out):
-        ours = set(made) | set(names)
-        for f in sorted(work.iterdir()):  # the previous contents of out
-            if f.name not in ours:
-                os.rename(f, out / f.name)
-        return
+    aside = Path(tempfile.mkdtemp(prefix=".previous-", dir=work))  # removed with the working directory
     for name in made:
-        os.replace(work / name, out / name)
+        try:
+            os.rename(out / name, aside / name)
+        except FileNotFoundError:
+            moved = False
+        else:
+            moved = True
+        try:
+            os.rename(work / name, out / name)
+        except BaseException:
+            if moved:  # put the previous file back rather than lose it with the working directory
+                os.rename(aside / name, out / name)
+            raise
     for name in names:
         if name not in made and (out / name).exists():
             (out / name).unlink()
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-_renameat2 = None
-
-
-def _exchange(work: Path, out: Path) -> bool:
-    """Exchange the directories ``work`` and ``out`` in one step (``out`` keeps its mode and owner); False
-    where that cannot be done (not Linux, no renameat2 in libc, a file system without RENAME_EXCHANGE, ``out``
-    a symbolic link or a mount point), and nothing has changed."""
-    global _renameat2
-    if not sys.platform.startswith("linux") or out.is_symlink():
-        return False
-    if _renameat2 is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).renameat2
-        except AttributeError:  # glibc before 2.28, other C libraries
-            _renameat2 = False
-            return False
-        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-        fn.restype = ctypes.c_int
-        _renameat2 = fn
-    if _renameat2 is False:
-        return False
-    old = os.stat(out)
-    try:
-        os.chmod(work, stat.S_IMODE(old.st_mode))
-        if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (os.stat(work).st_uid, os.stat(work).st_gid):
-            os.chown(work, old.st_uid, old.st_gid)
-    except OSError:
-        return False
-    rc = _renameat2(_AT_FDCWD, os.fsencode(work), _AT_FDCWD, os.fsencode(out), _RENAME_EXCHANGE)
-    return rc == 0
