@@ -11,12 +11,18 @@ ACK; min and mean exact, p99 HdrHistogram to 3 significant figures). Jain's indi
 :mod:`benchbook.analysis.fairness`) are over the per-bin goodput of the bulk flows: flows carrying at least
 1 % of all goodput bytes (so an iperf3 control connection does not count as a competitor); null with fewer
 than two such flows.
+
+Given the kernel's ``tcp:tcp_probe`` records (:mod:`benchbook.analysis.tcp_cwnd`), the report also holds
+cwnd.parquet (the records matched to the capture's flows: flow, direction, time_ns, cwnd_segments,
+ssthresh_segments, srtt_us, snd_wnd_bytes), a congestion-window panel in report.html, and in summary.json
+``"cwnd": {"source", "records", "record_clock", "matched", "clock", "per_flow_direction"}``.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from html import escape as html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +30,7 @@ import numpy as np
 
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.tcp_cwnd import CLOCK_REALTIME, ProbeRecords, match_records
 from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
 from benchbook.report_dir import report_dir
@@ -31,7 +38,8 @@ from benchbook.report_dir import report_dir
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-OUTPUT_FILES = ("flows.parquet", "intervals.parquet", "rtt.parquet", "report.html", "plotly.min.js", "summary.json")
+OUTPUT_FILES = ("flows.parquet", "intervals.parquet", "rtt.parquet", "cwnd.parquet", "report.html", "plotly.min.js",
+                "summary.json")
 BULK_SHARE = 0.01
 RTT_PLOT_POINTS = 20_000
 
@@ -272,7 +280,8 @@ class _RttSink:
 
 
 def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarray], rtt_sample: np.ndarray, t0_ns: int,
-          fair: dict[str, Any], rule: str, bin_ns: int) -> None:
+          fair: dict[str, Any], rule: str, bin_ns: int,
+          cwnd: tuple[dict[str, np.ndarray], dict[str, Any]] | None = None) -> None:
     """report.html: throughput, goodput and RTT over time per flow (plotly.js beside it, no network needed).
 
     The figure is written as plain plotly.js JSON: building it through plotly's Python objects costs more
@@ -309,28 +318,53 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
         return "n/a" if v is None else f"{v:.4f}"
 
     ms = f"{bin_ns / 1e6:g} ms"
+    domains = {"y": [0.0, 0.3], "y2": [0.35, 0.65], "y3": [0.7, 1.0]}
+    extra: dict[str, Any] = {}
+    if cwnd is not None:
+        domains = {"y": [0.0, 0.2], "y4": [0.26, 0.46], "y2": [0.52, 0.74], "y3": [0.8, 1.0]}
+        table, info = cwnd
+        realtime = info["clock"] == CLOCK_REALTIME
+        xa = "x" if realtime else "x2"
+        step = max(1, -(-table["flow"].shape[0] // RTT_PLOT_POINTS))
+        for f, d in sorted({(int(a), int(b)) for a, b in zip(table["flow"], table["direction"], strict=True)}):
+            m = np.flatnonzero((table["flow"] == f) & (table["direction"] == d))[::step]
+            x = (table["time_ns"][m] - (t0_ns if realtime else 0)) / 1e9
+            data.append({"type": "scattergl", "mode": "lines", "line": {"shape": "hv"}, "x": np.round(x, 6).tolist(),
+                         "y": table["cwnd_segments"][m].tolist(), "name": f"{label[f]} ({DIRECTIONS[d]} sends)",
+                         "legendgroup": str(f), "showlegend": False, "xaxis": xa, "yaxis": "y4"})
+        extra["yaxis4"] = {"title": {"text": "cwnd (segments, tcp_probe)"}, "domain": domains["y4"]}
+        if not realtime:
+            extra["xaxis2"] = {"title": {"text": "s since the flow's first tcp_probe record (perf clock is not "
+                                                 "CLOCK_REALTIME: not on the capture's time axis)"},
+                               "anchor": "y4", "overlaying": "x"}
     layout = {
         "height": 900,
         "title": {"text": f"TCP flows (rule {rule}); Jain's index of per-flow mean goodputs "
                           f"{fmt(fair['jain_of_means'])}, mean of per-{ms} indices "
                           f"{fmt(fair['jain_mean_of_intervals'])} (bulk flows {fair['bulk_flows']})"},
         "xaxis": {"title": {"text": "time since first packet (s)"}, "anchor": "y"},
-        "yaxis": {"title": {"text": "RTT (ms)"}, "domain": [0.0, 0.3]},
-        "yaxis2": {"title": {"text": f"goodput per {ms} (Mbit/s)"}, "domain": [0.35, 0.65]},
-        "yaxis3": {"title": {"text": f"throughput per {ms} (Mbit/s)"}, "domain": [0.7, 1.0]},
+        "yaxis": {"title": {"text": "RTT (ms)"}, "domain": domains["y"]},
+        "yaxis2": {"title": {"text": f"goodput per {ms} (Mbit/s)"}, "domain": domains["y2"]},
+        "yaxis3": {"title": {"text": f"throughput per {ms} (Mbit/s)"}, "domain": domains["y3"]},
+        **extra,
     }
     doc = json.dumps({"data": data, "layout": layout}, allow_nan=False)
     (out / "report.html").write_text(
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchbook tcp</title>"
         "<script src=\"plotly.min.js\"></script></head><body><div id=\"report\"></div><p>Throughput: wire bytes; "
         "goodput: payload seen for the first time (sequence coverage); RTT: TS echo and data-to-ACK (Karn) "
-        "samples, evenly thinned to at most " + str(RTT_PLOT_POINTS) + " points.</p><script>var fig = " + doc
+        "samples, evenly thinned to at most " + str(RTT_PLOT_POINTS) + " points." + ("" if cwnd is None else (
+            " cwnd: the sender's congestion window from the kernel's tcp_probe records (" + html_escape(
+                str(cwnd[1]["source"])) + ", " + str(cwnd[1]["matched"]) + " of " + str(cwnd[1]["records"])
+            + " records matched, clock: " + str(cwnd[1]["clock"]) + ").")) + "</p><script>var fig = " + doc
         + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script></body></html>\n", encoding="utf-8")
 
 
 def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",
-                html: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray], list[str]]:
-    """Analyse the captures and write the report directory; returns (summary, flows table, messages)."""
+                html: bool = True, probe: ProbeRecords | None = None
+                ) -> tuple[dict[str, Any], dict[str, np.ndarray], list[str]]:
+    """Analyse the captures and write the report directory; returns (summary, flows table, messages). ``probe``:
+    tcp_probe records to match to the flows (cwnd.parquet, the cwnd panel, summary "cwnd")."""
     bin_ns = round(bin_ms * 1_000_000)
     with report_dir(out_dir, OUTPUT_FILES) as work:
         sink = _RttSink(work / "rtt.parquet")
@@ -344,8 +378,16 @@ def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 10
         write_parquet(work / "intervals.parquet", intervals, dictionary={"direction": DIRECTIONS})
         fair = fairness_numbers(flows, intervals, bin_ns)
         summary = summary_doc(tp, flows, fair)
+        cwnd = None
+        if probe is not None:
+            cwnd = match_records(probe, flows)
+            write_parquet(work / "cwnd.parquet", cwnd[0], dictionary={"direction": DIRECTIONS})
+            summary["cwnd"] = cwnd[1]
+            if cwnd[1]["matched"] == 0:
+                tp.messages.append(f"{probe.source}: none of its {cwnd[1]['records']} tcp_probe record(s) belongs to a "
+                                   "flow of the capture (matched by both endpoints)")
         if html:
-            _html(work, flows, intervals, rtt_sample, tp.t0_ns, fair, rule, bin_ns)
+            _html(work, flows, intervals, rtt_sample, tp.t0_ns, fair, rule, bin_ns, cwnd)
         (work / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary, flows, tp.messages
 

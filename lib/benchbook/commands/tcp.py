@@ -22,6 +22,8 @@ def tcp(
     bin_ms: float = typer.Option(100.0, "--bin-ms", min=0.001, help="interval length in ms (e.g. 100, 300, 1000)"),
     rule: str = typer.Option("zeek", "--rule", help="retransmission rule: zeek | wireshark | tcptrace"),
     no_html: bool = typer.Option(False, "--no-html", help="skip report.html"),
+    probe: Path | None = typer.Option(None, "--probe", help="the kernel's tcp:tcp_probe records (`perf script` text "
+                                      "or perf.data) to match to the flows: cwnd.parquet and a cwnd panel"),
     each: bool = typer.Option(False, "--each", help="one analysis per capture, in DIR/<capture name>/ (the file "
                               "name without .zst, .pcap, .pcapng)"),
     engine: str | None = ENGINE_OPTION,
@@ -43,6 +45,15 @@ def tcp(
         raise typer.BadParameter(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}", param_hint="--rule")
     from benchbook.analysis.tcp_report import analyze_tcp, format_flows
 
+    records = None
+    if probe is not None:
+        if each:
+            typer.echo("error: --probe applies to one analysis, not --each", err=True)
+            raise typer.Exit(2)
+        from benchbook.tools.host import LocalHost
+        from benchbook.tools.tcp_probe import read_records
+
+        records = read_records(probe, LocalHost())
     if each:
         _tcp_each(captures, out, bin_ms, rule, not no_html, engine, scheduler, ssh_cluster)
         return
@@ -50,12 +61,15 @@ def tcp(
         typer.echo("error: --engine, --scheduler and --ssh-cluster apply to --each", err=True)
         raise typer.Exit(2)
     summary, _flows, messages = analyze_tcp([str(p) for p in captures], out, bin_ms=bin_ms, rule=rule,
-                                            html=not no_html)
+                                            html=not no_html, probe=records)
     for m in messages:
         typer.echo(f"warning: {m}", err=True)
     typer.echo(format_flows(summary))
-    typer.echo(f"wrote {out}/: flows.parquet intervals.parquet rtt.parquet summary.json"
-               + ("" if no_html else " report.html"))
+    if "cwnd" in summary:
+        c = summary["cwnd"]
+        typer.echo(f"cwnd: {c['matched']} of {c['records']} tcp_probe records matched ({c['clock']})")
+    typer.echo(f"wrote {out}/: flows.parquet intervals.parquet rtt.parquet" + (" cwnd.parquet" if records else "")
+               + " summary.json" + ("" if no_html else " report.html"))
 
 
 def capture_name(path: Path) -> str:
