@@ -222,20 +222,26 @@ def tcp_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
     d = "$(inputs.name)"
     return _tool(
         ["benchbook", "tcp"], "benchbook tcp: flows, per-interval throughput, retransmissions and RTT of TCP traces",
-        "Writes flows.parquet, intervals.parquet, rtt.parquet, report.html and summary.json into the directory "
-        "NAME (as `benchbook tcp CAPTURE... -o NAME`).",
+        "Writes flows.parquet, intervals.parquet, rtt.parquet, report.html and summary.json (and cwnd.parquet "
+        "with probe) into the directory NAME (as `benchbook tcp CAPTURE... -o NAME`).",
         {
             "captures": _input("File[]", "pcap/pcapng captures (.zst ok), read in order as one trace", position=1),
             "name": _input("string", "name of the output directory", prefix="-o", position=2, default="tcp"),
             "bin_ms": _input("double?", "interval length in ms (default 100)", prefix="--bin-ms", position=3),
             "rule": _input(_enum(TCP_RULES), "retransmission rule (default zeek)", prefix="--rule", position=3),
             "no_html": _flag("--no-html", "skip report.html"),
+            "probe": dict(_input("File?", "the kernel's tcp:tcp_probe records (perf.data or `perf script` text); "
+                                 "FILE.clock.json beside it puts them on the capture's clock", prefix="--probe",
+                                 position=3),
+                          secondaryFiles=[{"pattern": ".clock.json", "required": False}]),
         },
         {
             "out": {"type": "Directory", "doc": "the output directory NAME", "outputBinding": {"glob": d}},
             "flows": _out_file(f"{d}/flows.parquet", "one row per TCP flow (Parquet)"),
             "intervals": _out_file(f"{d}/intervals.parquet", "per-flow, per-interval throughput and goodput"),
             "rtt": _out_file(f"{d}/rtt.parquet", "RTT samples (Parquet)"),
+            "cwnd": _out_file(f"{d}/cwnd.parquet", "tcp_probe records matched to the flows (only with probe)",
+                              optional=True),
             "summary": _out_file(f"{d}/summary.json", "flows and totals (JSON)"),
             "report_html": _out_file(f"{d}/report.html", "HTML report (absent with no_html)", optional=True),
             "report": {"type": "stdout", "doc": "the printed flow table"},
