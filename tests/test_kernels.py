@@ -163,3 +163,26 @@ def test_argument_patterns_refuse_what_the_compiled_code_cannot_take():
     assert not kn._fits(pat, (a, 3))  # arity
     mutable = kn._pattern_types([["a", "|u1", 1, "C", False]])
     assert not kn._fits(mutable, (ro,))  # read-only data where the code may write
+
+
+def test_on_the_jit_numba_is_imported_before_the_reader_threads(captures, tmp_path):
+    """A worker thread importing numba while another thread imports modules can end in importlib's
+    _DeadlockError (a JIT run of `benchbook latency` in the suite did): the commands import it in the main
+    thread before they start their readers."""
+    d, _, _ = captures
+    code = ("import sys, threading\n"
+            "seen = []\n"
+            "class Spy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'numba':\n"
+            "            seen.append(threading.current_thread().name)\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "from benchbook.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('IMPORTED-IN', seen, rc)\n")
+    for args in (["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "t")],
+                 ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "l"), "--content-key"]):
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                           env=dict(os.environ, BENCHBOOK_KERNELS="jit"))
+        assert r.stdout.splitlines()[-1] in ("IMPORTED-IN ['MainThread'] 0", "IMPORTED-IN ['MainThread'] None"), (
+            args[0], r.stdout[-500:], r.stderr[-500:])

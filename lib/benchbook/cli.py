@@ -46,14 +46,10 @@ def build_app(modules: Sequence[str] = COMMAND_MODULES) -> typer.Typer:
                       pretty_exceptions_enable=False)
     if len(modules) == 1:
         # typer runs a lone command without its name; a callback keeps `benchbook NAME ...` a group
-        new.callback()(_group)
+        new.callback()(lambda: None)
     for name in modules:
         importlib.import_module(f"benchbook.commands.{name}").register(new)
     return new
-
-
-def _group() -> None:
-    """Measurement and reproducibility workbench: rerun paper figures, measure, record, publish."""
 
 
 _app: typer.Typer | None = None

@@ -132,6 +132,15 @@ def njit(*args: Any, **options: Any) -> Any:
     return wrap
 
 
+def before_threads() -> None:
+    """Call before starting threads that run kernels. Loads the AOT build here, in this thread, and without a
+    current one activates the JIT here too: numba imported by a worker thread while another thread imports
+    modules can end in importlib's _DeadlockError (a JIT run of `benchbook latency` did, its two capture readers
+    and the main thread importing at once)."""
+    if aot_table() is None:
+        activate_jit()
+
+
 def on_jit(callback: Callable[[], None]) -> None:
     """Run ``callback`` once the JIT path is active (now if it is): a module's cache guard, for instance."""
     with _lock:

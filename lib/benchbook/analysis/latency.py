@@ -114,6 +114,9 @@ class _KeyedStream:
             import queue
             import threading
 
+            from benchbook.kernels import before_threads
+
+            before_threads()
             self._q = queue.Queue(maxsize=1)
             self._thread = threading.Thread(target=self._produce, name=f"keys-{path.name}", daemon=True)
             self._thread.start()

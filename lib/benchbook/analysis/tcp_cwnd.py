@@ -15,7 +15,9 @@ on both sides.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,7 @@ class ProbeRecords:
         return int(self.time_ns.shape[0])
 
 
+@functools.cache
 def _norm(addr: str) -> str:
     """One spelling per address: IPv4-mapped IPv6 as IPv4, IPv6 compressed."""
     a = ipaddress.ip_address(str(addr).strip("[]"))
@@ -74,11 +77,8 @@ def match_records(records: ProbeRecords, flows: dict[str, np.ndarray]) -> tuple[
     t = records.time_ns
     realtime = n > 0
     cand: list[list[tuple[int, int]]] = []
-    norm_cache: dict[str, str] = {}
     for i in range(n):
-        s = norm_cache.get(records.src[i]) or norm_cache.setdefault(records.src[i], _norm(records.src[i]))
-        d = norm_cache.get(records.dst[i]) or norm_cache.setdefault(records.dst[i], _norm(records.dst[i]))
-        c = by_key.get((s, int(records.sport[i]), d, int(records.dport[i])), [])
+        c = by_key.get((_norm(records.src[i]), int(records.sport[i]), _norm(records.dst[i]), int(records.dport[i])), [])
         cand.append(c)
         if c and not span[0] <= int(t[i]) <= span[1]:
             realtime = False
@@ -95,14 +95,11 @@ def match_records(records: ProbeRecords, flows: dict[str, np.ndarray]) -> tuple[
     keep = flow >= 0
     time_ns = t[keep].astype(np.int64)
     fl, dr = flow[keep], direction[keep]
-    counts: dict[str, int] = {}
     if not realtime:
         for key in sorted({(int(a), int(b)) for a, b in zip(fl, dr, strict=True)}):
             m = (fl == key[0]) & (dr == key[1])
             time_ns[m] -= time_ns[m].min()
-    for a, b in zip(fl.tolist(), dr.tolist(), strict=True):
-        k = f"{a}/{('orig', 'resp')[b]}"
-        counts[k] = counts.get(k, 0) + 1
+    counts = dict(Counter(f"{a}/{('orig', 'resp')[b]}" for a, b in zip(fl.tolist(), dr.tolist(), strict=True)))
     table = {"flow": fl, "direction": dr, "time_ns": time_ns,
              "cwnd_segments": records.cwnd_segments[keep].astype(np.int64),
              "ssthresh_segments": records.ssthresh_segments[keep].astype(np.int64),

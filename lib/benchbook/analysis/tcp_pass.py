@@ -28,6 +28,7 @@ from benchbook.analysis.tcp_rules import rule_index
 from benchbook.capture.errors import CaptureWarning
 from benchbook.capture.reader import open_capture
 from benchbook.errors import BenchbookError
+from benchbook.kernels import before_threads
 
 T = TypeVar("T")
 
@@ -134,6 +135,7 @@ def prefetched(chunks: Iterator[T], depth: int = PREFETCH) -> Iterator[T]:
             if close is not None:
                 close()
 
+    before_threads()
     reader = threading.Thread(target=read, name="tcp-read", daemon=True)
     reader.start()
     try:

@@ -68,8 +68,9 @@ def tcp(
     if "cwnd" in summary:
         c = summary["cwnd"]
         typer.echo(f"cwnd: {c['matched']} of {c['records']} tcp_probe records matched ({c['clock']})")
-    typer.echo(f"wrote {out}/: flows.parquet intervals.parquet rtt.parquet" + (" cwnd.parquet" if records else "")
-               + " summary.json" + ("" if no_html else " report.html"))
+    cwnd_file = "" if records is None else " cwnd.parquet"
+    typer.echo(f"wrote {out}/: flows.parquet intervals.parquet rtt.parquet{cwnd_file} summary.json"
+               + ("" if no_html else " report.html"))
 
 
 def capture_name(path: Path) -> str:
