@@ -93,14 +93,19 @@ def test_latency_matching_is_the_same_under_the_aot_build_and_the_jit(captures, 
         assert s["matched"] == truth.matched
 
 
+def _tcp_and_latency(d, tmp_path) -> list[list[str]]:
+    """The two commands that run kernels in reader threads, on the generated captures."""
+    return [["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "t")],
+            ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "l"), "--content-key"]]
+
+
 def test_a_command_on_the_aot_build_never_imports_numba(captures, tmp_path):
     _require_build()
     d, _, _ = captures
     code = ("import sys; from benchbook.cli import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"
             "print('NUMBA' if 'numba' in sys.modules else 'NO-NUMBA', rc)\n")
-    for args in (["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "t")],
-                 ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "l"), "--content-key"]):
+    for args in _tcp_and_latency(d, tmp_path):
         r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                            env=dict(os.environ, BENCHBOOK_KERNELS="auto"))
         assert r.stdout.splitlines()[-1] in ("NO-NUMBA 0", "NO-NUMBA None"), (args[0], r.stdout[-500:], r.stderr)
@@ -180,8 +185,7 @@ def test_on_the_jit_numba_is_imported_before_the_reader_threads(captures, tmp_pa
             "from benchbook.cli import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"
             "print('IMPORTED-IN', seen, rc)\n")
-    for args in (["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "t")],
-                 ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(tmp_path / "l"), "--content-key"]):
+    for args in _tcp_and_latency(d, tmp_path):
         r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                            env=dict(os.environ, BENCHBOOK_KERNELS="jit"))
         assert r.stdout.splitlines()[-1] in ("IMPORTED-IN ['MainThread'] 0", "IMPORTED-IN ['MainThread'] None"), (
