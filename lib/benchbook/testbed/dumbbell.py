@@ -118,6 +118,17 @@ class FlowResult:
     extra_delay_ms: float
     report: iperf3.Iperf3Report
     raw_json: str = ""          # the report as iperf3 printed it
+    # On the run's clock (seconds after run_flows took its start, the clock the link schedule's steps use): when
+    # the client was launched and when it had exited. iperf3 counts its intervals from its own test start, after
+    # connecting, which lies between launched_at_s and exited_at_s - the duration.
+    launched_at_s: float | None = None
+    exited_at_s: float | None = None
+
+    def test_start_bounds_s(self, duration_s: float) -> tuple[float, float] | None:
+        """Earliest and latest time, on the run's clock, of iperf3's interval 0 (its test start)."""
+        if self.launched_at_s is None or self.exited_at_s is None:
+            return None
+        return self.launched_at_s, max(self.launched_at_s, self.exited_at_s - duration_s)
 
     @property
     def receiver_bps(self) -> float | None:
@@ -136,7 +147,8 @@ class FlowResult:
         return {"flow": self.index, "cca": self.cca, "cca_reported": self.cca_reported,
                 "extra_delay_ms": self.extra_delay_ms, "receiver_bps": self.receiver_bps,
                 "mean_rtt_ms": self.mean_rtt_ms, "retransmits": self.report.total_retransmits(),
-                "sender_bps": sum(s.sender_bps for s in self.report.streams)}
+                "sender_bps": sum(s.sender_bps for s in self.report.streams),
+                "launched_at_s": self.launched_at_s, "exited_at_s": self.exited_at_s}
 
 
 @dataclass
@@ -361,15 +373,17 @@ class Dumbbell:
         stop_schedule = threading.Event()
         scheduler = None
         try:
-            clients = []
+            clients, launched = [], []
             t0 = time.time()
+            t0_mono = time.monotonic()
             if self.schedule is not None:
-                scheduler = threading.Thread(target=self._apply_schedule, args=(time.monotonic(), stop_schedule),
+                scheduler = threading.Thread(target=self._apply_schedule, args=(t0_mono, stop_schedule),
                                              daemon=True)
                 scheduler.start()
             for i, flow in enumerate(self.flows, 1):
                 argv = iperf3.client_argv(RCV_ADDR, port=BASE_PORT + i, duration_s=duration_s, cca=flow.cca,
                                           interval_s=interval_s)
+                launched.append(time.monotonic() - t0_mono)
                 clients.append(iperf3.start_client(tb.host(f"s{i}"), argv, what=f"iperf3 flow {i} ({flow.cca})"))
                 if start_gap_s:
                     time.sleep(start_gap_s)
@@ -379,7 +393,8 @@ class Dumbbell:
                 if rep.cca_sender != flow.cca:
                     raise NotRunnable(f"flow {i}: asked for {flow.cca}, iperf3 reports {rep.cca_sender}")
                 results.append(FlowResult(i, flow.cca, rep.cca_sender, flow.extra_delay_ms, rep,
-                                          cl.command.output("stdout")))
+                                          cl.command.output("stdout"), launched_at_s=round(launched[i - 1], 6),
+                                          exited_at_s=round(time.monotonic() - t0_mono, 6)))
         finally:
             stop_schedule.set()
             if scheduler is not None:
