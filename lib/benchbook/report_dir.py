@@ -53,12 +53,11 @@ def _install(work: Path, out: Path, names: tuple[str, ...]) -> None:
     made = sorted(f.name for f in work.iterdir())
     aside = Path(tempfile.mkdtemp(prefix=".previous-", dir=work))  # removed with the working directory
     for name in made:
+        moved = True
         try:
             os.rename(out / name, aside / name)
         except FileNotFoundError:
             moved = False
-        else:
-            moved = True
         try:
             os.rename(work / name, out / name)
         except BaseException:

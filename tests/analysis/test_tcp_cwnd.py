@@ -1,5 +1,5 @@
 """tcp_probe records beside a capture: matched to its flows by both endpoints, in the sender's direction, on the
-capture's clock when perf recorded CLOCK_REALTIME and on their own axis otherwise."""
+capture's clock when the recording's offset to CLOCK_REALTIME is known and on their own axis otherwise."""
 
 from __future__ import annotations
 

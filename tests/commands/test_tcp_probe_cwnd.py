@@ -1,6 +1,7 @@
 """`benchbook tcp --probe` end to end, as root in a namespace this test creates: an iperf3 transfer over the
-namespace's loopback, captured by tcpdump while perf records tcp:tcp_probe with CLOCK_REALTIME; every record of
-the transfer's connections is matched to a captured flow and lies inside that flow's time span."""
+namespace's loopback, captured by tcpdump while perf records tcp:tcp_probe with CLOCK_MONOTONIC and the measured
+offset to CLOCK_REALTIME; every record of the transfer's connections is matched to a captured flow and lies inside
+that flow's time span."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_probe_records_land_on_the_capture_clock(tmp_path: Path) -> None:
     table = pq.read_table(out / "cwnd.parquet").to_pandas()
     flows = pq.read_table(out / "flows.parquet").to_pandas().set_index("flow")
     assert len(table) == len(samples)
-    # CLOCK_REALTIME: each record (an ACK the socket processed) lies within its flow's captured packets
+    # on the capture's clock: each record (an ACK the socket processed) lies within its flow's captured packets
     # (tcpdump on lo sees each packet as it is sent, before the receiving socket processes it)
     for f, rows in table.groupby("flow"):
         assert rows["time_ns"].min() >= flows.loc[f, "first_time_ns"], f

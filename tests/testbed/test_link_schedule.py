@@ -92,8 +92,7 @@ def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path:
     # `lo`..`hi` s after the schedule's zero (CI once saw the interval from 5.5 s carry 3.4 Mbit/s: 68 ms of the
     # reopened 25 Mbit/s link), so an interval is judged at both ends of that range: it counts as closed only
     # when it lies mostly inside the closed span at both, and may carry what the open link passes at either.
-    flow = res["flows"][0]
-    bounds = flow.test_start_bounds_s(9)
+    bounds = res["flows"][0].test_start_bounds_s
     assert bounds is not None and 0 <= bounds[0] <= bounds[1] < 1.0, bounds
     lo, hi = bounds
     a2, a3 = applied[2]["applied_at_s"], applied[3]["applied_at_s"]

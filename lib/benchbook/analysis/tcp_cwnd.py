@@ -60,6 +60,11 @@ def _norm(addr: str) -> str:
     return str(a)
 
 
+def flow_directions(flow: np.ndarray, direction: np.ndarray) -> list[tuple[int, int]]:
+    """The (flow, direction) pairs that occur in the two columns, sorted."""
+    return sorted(set(zip(flow.tolist(), direction.tolist(), strict=True)))
+
+
 def match_records(records: ProbeRecords, flows: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The records that belong to a flow of ``flows`` (flow_arrays columns), as columns named in COLUMNS (time
     on the capture's clock when realtime, else ns since the first record of that flow direction), in record
@@ -96,7 +101,7 @@ def match_records(records: ProbeRecords, flows: dict[str, np.ndarray]) -> tuple[
     time_ns = t[keep].astype(np.int64)
     fl, dr = flow[keep], direction[keep]
     if not realtime:
-        for key in sorted({(int(a), int(b)) for a, b in zip(fl, dr, strict=True)}):
+        for key in flow_directions(fl, dr):
             m = (fl == key[0]) & (dr == key[1])
             time_ns[m] -= time_ns[m].min()
     counts = dict(Counter(f"{a}/{('orig', 'resp')[b]}" for a, b in zip(fl.tolist(), dr.tolist(), strict=True)))
@@ -110,4 +115,4 @@ def match_records(records: ProbeRecords, flows: dict[str, np.ndarray]) -> tuple[
     return table, info
 
 
-__all__ = ["CLOCK_OWN", "CLOCK_REALTIME", "COLUMNS", "ProbeRecords", "match_records"]
+__all__ = ["CLOCK_OWN", "CLOCK_REALTIME", "COLUMNS", "ProbeRecords", "flow_directions", "match_records"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
-from benchbook.analysis.tcp_cwnd import CLOCK_REALTIME, ProbeRecords, match_records
+from benchbook.analysis.tcp_cwnd import CLOCK_REALTIME, ProbeRecords, flow_directions, match_records
 from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
 from benchbook.report_dir import report_dir
@@ -326,7 +326,7 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
         realtime = info["clock"] == CLOCK_REALTIME
         xa = "x" if realtime else "x2"
         step = max(1, -(-table["flow"].shape[0] // RTT_PLOT_POINTS))
-        for f, d in sorted({(int(a), int(b)) for a, b in zip(table["flow"], table["direction"], strict=True)}):
+        for f, d in flow_directions(table["flow"], table["direction"]):
             m = np.flatnonzero((table["flow"] == f) & (table["direction"] == d))[::step]
             x = (table["time_ns"][m] - (t0_ns if realtime else 0)) / 1e9
             data.append({"type": "scattergl", "mode": "lines", "line": {"shape": "hv"}, "x": np.round(x, 6).tolist(),

@@ -119,16 +119,18 @@ class FlowResult:
     report: iperf3.Iperf3Report
     raw_json: str = ""          # the report as iperf3 printed it
     # On the run's clock (seconds after run_flows took its start, the clock the link schedule's steps use): when
-    # the client was launched and when it had exited. iperf3 counts its intervals from its own test start, after
-    # connecting, which lies between launched_at_s and exited_at_s - the duration.
+    # the client was launched, and a time by which it had exited.
     launched_at_s: float | None = None
     exited_at_s: float | None = None
 
-    def test_start_bounds_s(self, duration_s: float) -> tuple[float, float] | None:
-        """Earliest and latest time, on the run's clock, of iperf3's interval 0 (its test start)."""
-        if self.launched_at_s is None or self.exited_at_s is None:
+    @property
+    def test_start_bounds_s(self) -> tuple[float, float] | None:
+        """Earliest and latest time, on the run's clock, of iperf3's interval 0: its test starts after it was
+        launched and connected, and its sender ran for the seconds it reports before it exited."""
+        if self.launched_at_s is None or self.exited_at_s is None or not self.report.streams:
             return None
-        return self.launched_at_s, max(self.launched_at_s, self.exited_at_s - duration_s)
+        ran_s = max(s.seconds for s in self.report.streams)
+        return self.launched_at_s, max(self.launched_at_s, self.exited_at_s - ran_s)
 
     @property
     def receiver_bps(self) -> float | None:
