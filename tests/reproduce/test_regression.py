@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.commands.reproduce import reproduce_entry
 from benchbook.reproduce.registry import load_entry
+from benchbook.reproduce.run import reproduce_entry
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "verdicts-before-move.json"
 BEFORE = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
-
-
-class _Quiet:
-    def print(self, *args, **kwargs) -> None:
-        pass
 
 
 def _same(a, b) -> bool:
@@ -41,12 +36,12 @@ def test_snapshot_covers_the_entries():
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("figure_id", sorted(BEFORE))
 def test_same_values_and_statuses_as_before_the_move(figure_id, tmp_path):
-    res = reproduce_entry(load_entry(figure_id), tmp_path / "runs", {}, _Quiet())
-    assert res["outcome"] in ("reproduced", "partial"), res["detail"]
-    rows = [{"name": r.name, "computed": r.computed, "status": r.status} for r in res["verdict"].rows]
+    res = reproduce_entry(load_entry(figure_id), tmp_path / "runs")
+    assert res.outcome in ("reproduced", "partial"), res.detail
+    rows = [{"name": r.name, "computed": r.computed, "status": r.status} for r in res.verdict.rows]
     before = BEFORE[figure_id]["rows"]
     assert [r["name"] for r in rows] == [r["name"] for r in before]
     for now, then in zip(rows, before, strict=True):
         assert now["status"] == then["status"], now["name"]
         assert _same(now["computed"], then["computed"]), (now["name"], now["computed"], then["computed"])
-    assert res["verdict"].ok == BEFORE[figure_id]["ok"]
+    assert res.verdict.ok == BEFORE[figure_id]["ok"]
