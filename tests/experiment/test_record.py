@@ -134,6 +134,6 @@ def test_reproduce_run_leaves_a_valid_record(published_reproductions):
     rec = read_record(runs[0])
     assert rec["experiment"] == fig and rec["status"] == "complete"
     assert rec["parameters"]["figure_id"] == fig and "interactive" not in rec
-    assert Path(rec["parameters"]["paper_dir"]).name == "scheerer-iitm23"
+    assert Path(rec["parameters"]["paper_dir"]).name == "scheerer-iitm23" and "registry_dir" not in rec["parameters"]
     assert any(o["path"] == "verdict.json" for o in rec["outputs"])
     assert rec["environment_files"]["channels"] == "channels.scm" and rec["host"]["kernel"]["release"]

@@ -21,7 +21,7 @@ def test_the_notebook_receives_the_entry_its_one_paper_folder_and_its_dataset():
     assert result == EntryResult(id=entry.id, mode="published-data")
     assert params["figure_id"] == entry.id and params["paper_dir"] == str(NOTEBOOKS_DIR / "wiedner-itc23")
     assert params["dataset_dir"] == str(entry.dataset_dir.resolve()) and params["repeats"] == 2
-    assert params["statistic"] == "max" and "dry_run" not in params
+    assert params["statistic"] == "max" and "registry_dir" not in params and "dry_run" not in params
     assert set(params) - set(entry.parameters) <= set(INJECTED_PARAMETERS)
     assert inputs == [entry.source]
     assert [(t.kind, t.entry_id) for t in told] == [("dataset", None)]

@@ -73,8 +73,8 @@ _WORD_RE = re.compile(r"[A-Za-z]+")
 
 
 # What benchbook reproduce passes to every entry's notebook besides the entry's [parameters] and the -p overrides:
-# the entry id, its paper folder (twice), its dataset (when it names one), the run directory, and dry_run.
-INJECTED_PARAMETERS = ("figure_id", "registry_dir", "paper_dir", "dataset_dir", "output_dir", "dry_run")
+# the entry id, its paper folder, its dataset (when it names one), the run directory, and dry_run (--dry-run).
+INJECTED_PARAMETERS = ("figure_id", "paper_dir", "dataset_dir", "output_dir", "dry_run")
 
 
 class ParameterError(BenchbookError, ValueError):

@@ -82,8 +82,7 @@ def prepare_entry(entry: FigureEntry, overrides: Mapping[str, Any] | None = None
         result.outcome, result.detail = "skipped", "; ".join(blockers)
         return result, None, []
     params: dict[str, Any] = dict(entry.parameters)
-    folder = str(entry.folder.resolve())
-    params.update(figure_id=entry.id, registry_dir=folder, paper_dir=folder)
+    params.update(figure_id=entry.id, paper_dir=str(entry.folder.resolve()))
     inputs = [entry.source]
     if entry.dataset_dir is not None:
         try:
