@@ -86,6 +86,22 @@ MUTATIONS = (
           "    if True:\n        tab[2 * s] = EMPTY"),),
         ("tests/analysis/test_latency.py",),
     ),
+    Mutation(
+        "interactive-run-beside-notebook",
+        "a notebook run by hand (no output_dir) writes into its working directory, its paper folder, instead of "
+        "the interactive run's directory under data/runs",
+        (("        output_dir = run.run_dir\n", "        output_dir = Path.cwd()\n"),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="notebook_entry.py",
+    ),
+    Mutation(
+        "interactive-failed-cell-unrecorded",
+        "an interactive run's record ignores a cell that raised: it stays running (or complete) without the error",
+        (("        elif error is not None:\n            self.status = \"failed\"",
+          "        elif False:\n            self.status = \"failed\""),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="interactive.py",
+    ),
 )
 
 
