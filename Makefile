@@ -33,7 +33,8 @@ venv: $(STAMP)
 kernels: venv
 	-@$(BIN)/benchbook kernels build
 
-# Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones.
+# Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones; then the
+# Flent sample runs of Flent's sdist (pinned SHA-256, build/corpus/; tests/data/flent/README.md).
 deps:
 	@missing=$$(grep -v '^#' manifests/debian-packages.txt | awk 'NF{print $$1}' | \
 	  while read p; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -43,6 +44,7 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
 	  echo "deps: some Debian packages could not be installed; tests that need them skip with a reason"; \
 	else echo "deps: not root, not installing: $$missing (tests that need them skip)"; fi
+	@$(PYTHON) tests/data/flent/fetch_sdist.py || echo "deps: Flent's sample runs not fetched; their tests skip"
 
 # HdrHistogram's Java HistogramLogProcessor is the oracle for `benchbook hist` (tests skip without it).
 HDR_JAR_VERSION := 2.2.2
