@@ -290,7 +290,8 @@ def flent_series(path: Path | str) -> FlowSeries:
                              if unit else "no unit in the file (SERIES_META), not known as a bit rate"})
             continue
         if _FLENT_AGGREGATE.search(name):
-            left_out.append({"flow": name, "reason": "a Flent aggregate of other series (sum, avg, fairness), not a flow"})
+            left_out.append({"flow": name,
+                             "reason": "a Flent aggregate of other series (sum, avg, fairness), not a flow"})
             continue
         vals = data.results[name]
         if not isinstance(vals, list) or len(vals) != x.size:

@@ -16,8 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from flent.build_info import VERSION
 from flent import resultset
+from flent.build_info import VERSION
 
 
 def _stats(values):
