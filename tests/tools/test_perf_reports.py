@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchbook.tools.perf_reports import PerfReportError, parse_perf_output, parse_perf_reports, read_perf_reports
 
@@ -173,3 +175,29 @@ def test_command_lists_reports_and_selects_one(tmp_path):
     doc = json.loads(r.stdout)
     assert [d["report"] for d in doc] == [1, 2, 3, 4, 5, 6, 7] and doc[3]["error"].endswith(r.stderr.split(
         "line 51: ")[1].strip()) and doc[4]["counters"][3]["value"] == 106781
+
+
+SINGLE = sorted(p.name for p in DATA.glob("*.txt") if not p.name.startswith("multi-"))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(names=st.lists(st.sampled_from(SINGLE), min_size=1, max_size=5), stderr=st.booleans(),
+       gap=st.sampled_from(["", "\n", "$ make bench\n12 files\n"]))
+def test_concatenated_reports_read_as_each_alone(names, stderr, gap):
+    """Files appended as a user does (-o files with their '# started on' line, or stderr without it, with or
+    without shell output between): one report per file, each equal to the file read alone. Two -x runs of
+    the same shape with no line between them are told apart only by a repeated event, which these have."""
+    texts = []
+    for name in names:
+        text = (DATA / name).read_text()
+        if stderr:
+            text = "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("# started on"))
+        texts.append(text)
+    parsed = parse_perf_reports(gap.join(texts), "cat")
+    assert not parsed.errors
+    alone = [parse_perf_output(t, "one") for t in texts]
+    assert len(parsed.reports) == len(alone)
+    for got, want in zip(parsed.reports, alone, strict=True):
+        assert got.counters == want.counters
+        assert (got.decimal, got.elapsed_s, got.user_s, got.sys_s, got.runs) == (
+            want.decimal, want.elapsed_s, want.user_s, want.sys_s, want.runs)

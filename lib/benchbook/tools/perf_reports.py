@@ -5,9 +5,10 @@ A file may hold several reports: runs appended with ``--append`` or ``2>>``, she
 for ...`` (human-readable), at the ``#  time  counts unit events`` header (``-I`` intervals) or at the
 first ``-x`` CSV record after something else; a ``# started on`` line (``-o``) belongs to the report
 after it. A human-readable report ends after its footer (``seconds time elapsed``, ``user``, ``sys``);
-CSV records start a new report when their separator changes, when an event (per CPU/core/socket and
-interval) comes again, or when interval times go back. Lines outside reports are not perf's and are
-left alone.
+CSV records start a new report when their separator or their columns change (-I time, aggregate, -r
+stddev), when an event (per CPU/core/socket and interval) comes again, or when interval times go back;
+two -x runs of different events appended without a line between them read as one report. Lines
+outside reports are not perf's and are left alone.
 
 Each report has its own number format. Human-readable: the decimal mark is the last ``.``/``,`` of a
 number perf always prints with decimals (the footer's seconds, ``msec`` values, the metric after
@@ -186,6 +187,7 @@ class _Segment:
     footer: bool = False                                # human: the elapsed line was seen
     keys: set[tuple[Any, ...]] = field(default_factory=set)
     last_time: float = -math.inf
+    shape: tuple[bool, bool, bool] | None = None        # csv: (-I time, aggregate, -r stddev column)
 
 
 def _csv_fields(line: str, sep: str) -> tuple[list[str], str | None, float | None, int | None] | None:
@@ -281,9 +283,11 @@ def _split(text: str) -> list[_Segment]:
         assert rec is not None
         f, aggr, time_s, _cpus = rec
         key = (time_s, aggr, f[2].strip())
-        if cur is None or key in cur.keys or (time_s is not None and time_s < cur.last_time):
+        shape = (time_s is not None, aggr is not None, f[3].strip().endswith("%"))
+        if cur is None or key in cur.keys or (time_s is not None and time_s < cur.last_time) or shape != cur.shape:
             open_("csv", lineno, sep)
         assert cur is not None
+        cur.shape = shape
         cur.keys.add(key)
         cur.last_time = time_s if time_s is not None else cur.last_time
         cur.lines.append((lineno, line))
