@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchbook.atomic_write import write_json_atomic
-from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, read_ss_samples
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, data_socket, flows_run, read_ss_samples
 from benchbook.experiment.repetitions import Statistic, run_repetitions
 from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import ss
@@ -97,17 +97,12 @@ def cwnd_series(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, n
 
 
 def cwnd_of_samples(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """The data socket's samples (the iperf3 control connection is the one with fewer bytes acked):
-    t_s from the first sample, cwnd and ssthresh in segments (ssthresh NaN until the first reduction),
+    """The data socket's samples (:func:`~benchbook.experiment.dumbbell_runs.data_socket`): t_s from the first
+    sample, cwnd and ssthresh in segments (ssthresh NaN until the first reduction),
     rtt_ms, pacing_gain (BBR, else NaN)."""
-    rows = [r for r in rows if "cwnd" in r]
+    rows = data_socket(rows)
     if not rows:
         return {k: np.array([]) for k in ("t_s", "cwnd", "ssthresh", "rtt_ms", "pacing_gain")}
-    acked: dict[int, int] = {}
-    for r in rows:
-        acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
-    port = max(acked, key=lambda p: acked[p])
-    rows = [r for r in rows if r["local_port"] == port]
     t0 = rows[0]["t_ns"]
     col = lambda key: np.array([float(r.get(key, np.nan)) for r in rows])  # noqa: E731
     return {"t_s": np.array([(r["t_ns"] - t0) / 1e9 for r in rows]), "cwnd": col("cwnd"),

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from benchbook.atomic_write import write_json_atomic
-from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, read_flow_report, read_ss_samples
+from benchbook.experiment.dumbbell_runs import (
+    FlowsArm,
+    FlowsRun,
+    data_socket,
+    flows_run,
+    read_flow_report,
+    read_ss_samples,
+)
 from benchbook.experiment.repetitions import Statistic, run_repetitions
 from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from benchbook.testbed.link_schedule import LinkSchedule, Step
@@ -98,14 +105,9 @@ def per_second_of(rep: Iperf3Report, rows: list[dict[str, Any]]) -> dict[str, np
     t = np.array([r["start_s"] for r in rep.intervals])
     mbps = np.array([r["bps"] / 1e6 for r in rep.intervals])
     rtx = np.array([r["retransmits"] or 0 for r in rep.intervals])
-    rows = [r for r in rows if "cwnd" in r]
+    rows = data_socket(rows)
     cwnd = np.full(t.size, np.nan)
     if rows:
-        acked: dict[int, int] = {}
-        for r in rows:
-            acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
-        port = max(acked, key=lambda p: acked[p])
-        rows = [r for r in rows if r["local_port"] == port]
         ts = np.array([(r["t_ns"] - rows[0]["t_ns"]) / 1e9 for r in rows])
         cw = np.array([r["cwnd"] for r in rows], float)
         for k, start in enumerate(t):

@@ -1,20 +1,41 @@
 """The dumbbell run function of the repetition runner: a tiny experiment as root (two arms x 2 repetitions, one
 fresh dumbbell each) run in the seeded order, a record and the iperf3/ss files per run, the per-run statistics,
-nothing left behind; and an arm this kernel cannot run recorded not runnable with the dumbbell's reason."""
+nothing left behind; an arm this kernel cannot run recorded not runnable with the dumbbell's reason; the data
+socket among recorded ss samples."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, read_flow_report, read_ss_samples
+from benchbook.experiment.dumbbell_runs import (
+    FlowsArm,
+    FlowsRun,
+    data_socket,
+    flows_run,
+    read_flow_report,
+    read_ss_samples,
+)
 from benchbook.experiment.repetitions import TABLE_FILE, Statistic, run_repetitions
 from benchbook.testbed.capabilities import probe_netem
 from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
+from benchbook.tools import ss
 from conftest import require_program, require_root
+
+SS_BBR = Path(__file__).resolve().parents[1] / "data" / "tcp" / "ss-tin-bbr.txt"   # iperf3 -P 2 -C bbr, recorded
+
+
+def test_the_data_socket_is_the_one_that_acked_most_and_a_bad_sample_line_is_named(tmp_path: Path) -> None:
+    rows = ss.parse(SS_BBR.read_text())            # the control connection (184 bytes acked) and two streams
+    assert [r["local_port"] for r in data_socket(rows * 2)] == [44606, 44606]
+    assert data_socket([{"local_port": 1, "bytes_acked": 9}]) == []
+    (tmp_path / "ss-flow1.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n")
+    with pytest.raises(ValueError, match="ss-flow1.jsonl: line 2 column 2: expected one JSON object per line"):
+        read_ss_samples(tmp_path)
 
 
 def _samples(run: FlowsRun) -> list[Statistic]:

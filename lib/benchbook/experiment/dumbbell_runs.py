@@ -102,6 +102,19 @@ def read_ss_samples(run_dir: Path | str, flow: int = 1) -> list[dict[str, Any]]:
     return rows
 
 
+def data_socket(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The samples (with a cwnd) of the data connection among a sender's ss samples: the socket that acked the
+    most bytes (iperf3's control connection acks a few hundred)."""
+    rows = [r for r in samples if "cwnd" in r]
+    acked: dict[int, int] = {}
+    for r in rows:
+        acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
+    if not acked:
+        return []
+    port = max(acked, key=lambda p: acked[p])
+    return [r for r in rows if r["local_port"] == port]
+
+
 def _bottleneck_fifos(qdisc: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [q for q in qdisc if q.get("kind") in ("pfifo", "bfifo")]
 
@@ -167,5 +180,5 @@ def flows_run(during: During | None = None, measures: Measures | None = None) ->
     return run
 
 
-__all__ = ["FlowsArm", "FlowsRun", "flow_statistics", "flows_run", "read_flow_report", "read_ss_samples",
+__all__ = ["FlowsArm", "FlowsRun", "data_socket", "flow_statistics", "flows_run", "read_flow_report", "read_ss_samples",
            "report_file", "ss_file"]
