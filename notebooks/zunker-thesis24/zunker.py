@@ -50,11 +50,11 @@ def dry_run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_p
             output_dir: Path | str) -> Path:
     lines = []
     for arm in arms:
-        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, Path(f"raw/{arm}/probe.txt"))
+        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, Path(f"raw/{arm}/rep1/probe.txt"))
         lines.append(f"# arm {arm} (token 000000 stands for the run token)")
         lines += Dumbbell(links[arm], [FlowSpec("cubic")]).dry_run(duration_s, 1.0)
-        lines += [f"[rcv] {' '.join(recv)}   (started first)", f"[s1] {' '.join(send)}   (the TCP flow starts "
-                                                                   f"{LEAD_S:g} s later)"]
+        lines += [f"[rcv] {' '.join(recv)}   (started first)",
+                  f"[s1] {' '.join(send)}   (the TCP flow starts {LEAD_S:g} s after its packet 0 is due)"]
     path = Path(output_dir) / "dry-run.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
