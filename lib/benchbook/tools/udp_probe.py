@@ -92,7 +92,7 @@ class ProbeLog(NamedTuple):
 
 def read_log(path: str | os.PathLike) -> ProbeLog:
     """The receiver's OUT_FILE; a line that is not three integers is an error naming the file and line."""
-    import numpy as np  # numpy only for the reader: the probe program itself starts without it
+    import numpy as np  # noqa: PLC0415  (numpy only for the reader: the probe program starts without it)
 
     rows = []
     with open(path, encoding="ascii", errors="replace") as fh:
