@@ -128,6 +128,18 @@ def test_per_cpu_core_and_socket_aggregates():
                                                                                 ("CPU1", 261.06, 1.0)]
 
 
+def test_per_thread():
+    r = parse_perf_output((DATA / "human-per-thread-fr_FR.txt").read_text())
+    assert (r.decimal, r.command) == (",", "process id '19336'")
+    assert [(c.aggregate, c.event, c.value, c.status) for c in r.counters][:3] == [
+        ("python3-19384", "task-clock", 106.83, "counted"), ("python3-19381", "task-clock", 100.40, "counted"),
+        ("python3-19336", "task-clock", None, "not counted")]
+    assert r.counters[0].metric_value == 0.203 and r.elapsed_s == 0.525342076
+    r = parse_perf_output((DATA / "csv-per-thread.txt").read_text())
+    assert [(c.aggregate, c.value, c.run_time_ns) for c in r.counters][3] == ("python3-19384", 100, 97138817)
+    assert len(r.counters) == 9
+
+
 @pytest.mark.parametrize("name,fmt,dec,first,last_time_s", [
     ("human-interval-fr_FR.txt", "human", ",", (0.208222735, 11.88, 957), 5.338078746),
     ("csv-interval.txt", "csv", ".", (0.264800079, 21.04, None), 5.326658426),

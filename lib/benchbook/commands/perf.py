@@ -77,15 +77,17 @@ def _print_report(r: dict[str, Any]) -> None:
     extra += f", command {r['command']!r}" if r["command"] else ""
     typer.echo(f"{where} (lines {r['first_line']}-{r['last_line']}): perf stat {how}, decimal mark "
                f"{r['decimal']!r}{extra}")
-    aggr = any(c["aggregate"] for c in r["counters"])
-    head = (f"{'time s':>14} " if r["interval"] else "") + (f"{'aggregate':<10} " if aggr else "")
+    aggr = max((len(c["aggregate"]) for c in r["counters"] if c["aggregate"]), default=0)
+    aggr = aggr and max(aggr, len("aggregate"))
+    head = (f"{'time s':>14} " if r["interval"] else "") + (f"{'aggregate':<{aggr}} " if aggr else "")
     typer.echo(f"  {head}{'event':<32} {'value':>20} {'unit':<6} {'+-%':>7} {'enabled%':>9}  metric")
     for c in r["counters"]:
         value = f"<{c['status']}>" if c["value"] is None else f"{c['value']:,.2f}".rstrip("0").rstrip(".")
         sd = "" if c["stddev_pct"] is None else f"{c['stddev_pct']:.2f}"
         en = "" if c["enabled_pct"] is None else f"{c['enabled_pct']:.2f}"
         metric = "" if c["metric_value"] is None else f"{c['metric_value']:g} {c['metric_unit']}".rstrip()
-        lead = (f"{c['time_s']:>14.9f} " if r["interval"] else "") + (f"{c['aggregate'] or '':<10} " if aggr else "")
+        lead = (f"{c['time_s']:>14.9f} " if r["interval"] else "") + (f"{c['aggregate'] or '':<{aggr}} " if aggr
+                                                                       else "")
         typer.echo(f"  {lead}{c['event']:<32} {value:>20} {c['unit']:<6} {sd:>7} {en:>9}  {metric}")
     for label, v in (("seconds time elapsed", r["elapsed_s"]), ("seconds user", r["user_s"]),
                      ("seconds sys", r["sys_s"])):

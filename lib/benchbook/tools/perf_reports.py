@@ -18,7 +18,7 @@ or narrow no-break space is digit grouping, accepted only between groups of 3 di
 is not ``,``. ``-I`` times are printed with ``.`` in every locale. Values keep unit, relative
 stddev over ``-r`` runs (%), run time, enabled %, metric; ``<not supported>``/``<not counted>`` are
 value None with that status, never zero. ``-A``/``--per-core``/``--per-socket``/``--per-die``/
-``--per-node`` prefixes go to ``aggregate`` (and the CPU count beside it to ``aggregate_cpus``), ``-I``
+``--per-node``/``--per-thread`` prefixes go to ``aggregate`` (and the CPU count beside it to ``aggregate_cpus``), ``-I``
 times to ``time_s``.
 
 A report that cannot be read is a :class:`PerfReportError` naming the file, the report and the line;
@@ -61,7 +61,7 @@ class PerfCounter:
     metric_value: float | None = None
     metric_unit: str = ""
     time_s: float | None = None          # -I: seconds since the start at the end of the interval
-    aggregate: str | None = None         # -A "CPU3", --per-core "S0-D0-C1", --per-socket "S0", --per-node "N0"
+    aggregate: str | None = None         # -A "CPU3", --per-core "S0-D0-C1", --per-socket "S0", --per-thread "sh-42"
     aggregate_cpus: int | None = None    # the number of CPUs perf prints beside a --per-* aggregate
 
 
@@ -115,7 +115,9 @@ _COUNTER_TAIL = (
     rf"(?:\s+#\s+(?P<metric>-?(?:{_NUM}))?\s*(?P<metric_unit>[^(]*?))?"
     rf"\s*(?:\(\s*\+-\s*(?P<stddev>{_NUM})\s*%\s*\))?\s*(?:\((?P<enabled>{_NUM})\s*%\))?\s*$"
 )
-_AGGR_PREFIX = r"(?:(?:(?P<aggr>CPU\d+)|(?P<aggr_n>S\d+(?:-D\d+)?(?:-C\d+)?|N\d+)\s+(?P<cpus>\d+))\s+)?"
+_THREAD = r"\S+-\d+"   # --per-thread: comm-tid
+_AGGR_PREFIX = (r"(?:(?:(?P<aggr>CPU\d+)|(?P<aggr_n>S\d+(?:-D\d+)?(?:-C\d+)?|N\d+)\s+(?P<cpus>\d+)|"
+                rf"(?P<aggr_t>{_THREAD}))\s+)?")
 _HUMAN_RE = re.compile(rf"^\s*{_AGGR_PREFIX}{_COUNTER_TAIL}")
 _INTERVAL_RE = re.compile(rf"^\s*(?P<time>\d+\.\d+)\s+{_AGGR_PREFIX}{_COUNTER_TAIL}")
 _ELAPSED_RE = re.compile(rf"^\s*(?P<v>{_NUM})\s*(?:\+-\s*(?P<sd>{_NUM})\s*)?seconds time elapsed")
@@ -201,6 +203,8 @@ def _csv_fields(line: str, sep: str) -> tuple[list[str], str | None, float | Non
         aggr, f = f[0].strip(), f[1:]
         if not aggr.startswith("CPU") and f and f[0].strip().isdigit():
             cpus, f = int(f[0]), f[1:]
+    elif f and re.fullmatch(_THREAD, f[0].strip()):
+        aggr, f = f[0].strip(), f[1:]
     if len(f) < 5 or not _CSV_VALUE_RE.match(f[0].strip()) or not _CSV_UNIT_RE.match(f[1].strip()) \
             or not _EVENT_RE.match(f[2].strip()):
         return None
@@ -345,7 +349,7 @@ def _human_report(seg: _Segment, source: str, number: int, decimal: str | None) 
             metric_value=_number(metric, dec, where, "metric", grouped=False) if metric else None,
             metric_unit=(m.group("metric_unit") or "").strip(),
             time_s=float(m.group("time")) if out.interval else None,
-            aggregate=m.group("aggr") or m.group("aggr_n"),
+            aggregate=m.group("aggr") or m.group("aggr_n") or m.group("aggr_t"),
             aggregate_cpus=int(m.group("cpus")) if m.group("cpus") else None,
         ))
     if not out.counters:

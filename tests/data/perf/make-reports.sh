@@ -25,6 +25,17 @@ perf stat -a --per-socket -x, -e task-clock,context-switches,page-faults -o csv-
 LC_ALL=fr_FR.UTF-8 perf stat -a -A -x';' -e task-clock,context-switches,page-faults -o csv-A-fr_FR.txt -- sleep 0.2
 LC_ALL=fr_FR.UTF-8 perf stat -I 200 -e $EV -o human-interval-fr_FR.txt -- sh -c "python3 -c \"$W\""
 perf stat -I 200 -x, -e $EV -o csv-interval.txt -- sh -c "python3 -c \"$W\""
+# --per-thread on a running process with two busy threads (perf attaches with -p for 0.5 s).
+T='import threading,time
+def spin():
+    t=time.time()
+    while time.time()-t<2.5: [i for i in range(1000)]
+ts=[threading.Thread(target=spin) for _ in range(2)]
+[t.start() for t in ts]; [t.join() for t in ts]'
+python3 -c "$T" & P=$!; sleep 0.5
+LC_ALL=fr_FR.UTF-8 perf stat --per-thread -e task-clock,context-switches,page-faults -p $P -o human-per-thread-fr_FR.txt -- sleep 0.5
+perf stat --per-thread -x, -e task-clock,context-switches,page-faults -p $P -o csv-per-thread.txt -- sleep 0.5
+wait $P
 
 # Several reports in one file.
 # perf's own --append: a C-locale report, a French one with -r 3, a German one.
