@@ -175,3 +175,24 @@ def test_fairness_command_reads_every_version(name):
     assert [f["flow"] for f in out["flows"]] == ["UDP upload"]
     assert out["left_out"][0]["flow"] == "Ping (ms) ICMP"
     assert 18e6 < out["flows"][0]["mean_bps"] < 20.5e6  # the 20 Mbit/s bottleneck, in every version
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d["metadata"]["SERIES_META"]["UDP upload"].update(UNITS=["bits/s", "Mbits/s"]),  # a computed series
+    lambda d: d.update(x_values=["a"] * len(d["x_values"])),
+    lambda d: d.update(x_values=[float("inf")] * len(d["x_values"])),
+    lambda d: d["metadata"].update(STEP_SIZE="fast"),
+    lambda d: d["results"].update({"UDP upload": "none"}),
+    lambda d: d.update(results=[]),
+    lambda d: d.pop("metadata"),
+])
+def test_odd_flent_documents_end_in_an_error_naming_the_file(change, tmp_path):
+    with gzip.open(DATA / "flent-0.12.4-udp_flood.flent.gz", "rt") as fh:
+        doc = json.load(fh)
+    change(doc)
+    p = tmp_path / "odd.flent.gz"
+    with gzip.open(p, "wt") as fh:
+        json.dump(doc, fh)
+    r = runner.invoke(app, ["fairness", str(p)])
+    assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert f"benchbook fairness: error: {p}" in r.output

@@ -278,7 +278,10 @@ def flent_series(path: Path | str) -> FlowSeries:
     except FlentFormatError as exc:
         raise FairnessError(str(exc)) from exc
     meta = data.metadata
-    x = np.asarray(data.x_values, dtype=float)
+    try:
+        x = np.asarray(data.x_values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise FairnessError(f"{p}: x_values: {exc}") from exc
     names, cols, left_out, assumed = [], [], [], []
     for name in sorted(data.results, key=_natural_key):
         unit, was_assumed = data.units_of(name)
@@ -312,7 +315,12 @@ def flent_series(path: Path | str) -> FlowSeries:
         notes.append("a version-1 file names no units: netperf-wrapper's test definitions give "
                      + ", ".join(assumed) + " (Jain's indices do not depend on the unit)")
     step_s = meta.get("STEP_SIZE")
-    interval_ns = int(round(float(step_s) * 1e9)) if step_s else None
+    try:
+        interval_ns = int(round(float(step_s) * 1e9)) if step_s else None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise FairnessError(f"{p}: STEP_SIZE {step_s!r}: {exc}") from exc
+    if x.ndim != 1 or not np.isfinite(x).all():
+        raise FairnessError(f"{p}: x_values must be a list of finite numbers")
     start_ns = np.round(x * 1e9).astype(np.int64)
     return FlowSeries(flows=names, start_ns=start_ns, bps=np.column_stack(cols), interval_ns=interval_ns,
                       source=str(p), left_out=left_out,

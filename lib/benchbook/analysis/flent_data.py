@@ -67,6 +67,8 @@ class FlentData:
         """(unit of the results of series `name`, assumed?): the unit the file was written with; for
         version-1 files, which name none, netperf-wrapper's (assumed True); None when unknown."""
         unit = self.written_units.get(name)
+        if not isinstance(unit, str):  # Flent's computed series copy a list of UNITS when their sources differ
+            unit = None
         if unit is not None or self.version > 1:
             return unit, False
         for pattern, v1_unit in _V1_UNITS:
