@@ -40,7 +40,9 @@ def reproduce_cli(runs_dir: Path, entry: str, *args: str, timeout_s: float = 900
 
 # `benchbook reproduce --all --paper FOLDER` for the paper folders holding every published-data entry (and the
 # latency demo): what `make reproduce` runs for them, done once per session for every test that reads its runs.
+# Those tests carry SHARES_REPRODUCTIONS: under pytest-xdist with --dist loadgroup they run on one worker.
 REPRODUCED_FOLDERS = ("wiedner-itc23", "scheerer-iitm23", "benchbook-demo")
+SHARES_REPRODUCTIONS = pytest.mark.xdist_group("published-reproductions")
 
 
 @dataclass

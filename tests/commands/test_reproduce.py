@@ -15,6 +15,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_CODES
 from benchbook.paths import NOTEBOOKS_DIR, REPO_ROOT
+from conftest import SHARES_REPRODUCTIONS
 
 SCHEERER = NOTEBOOKS_DIR / "scheerer-iitm23"
 
@@ -49,6 +50,7 @@ def test_exit_codes_are_distinct():
 
 
 @pytest.mark.timeout(1200)
+@SHARES_REPRODUCTIONS
 def test_table3_reproduces_with_repeats_named(published_reproductions):
     out = published_reproductions.output_of("wiedner-itc23-table3")  # benchbook reproduce --all --paper wiedner-itc23
     assert published_reproductions.exit_codes["wiedner-itc23"] == 0, out

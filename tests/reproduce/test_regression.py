@@ -14,6 +14,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_CODES
 from benchbook.reproduce.registry import load_registry
+from conftest import SHARES_REPRODUCTIONS
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "reproduce-verdicts.json"
 BEFORE = json.loads(SNAPSHOT.read_text(encoding="utf-8"))["entries"]
@@ -36,6 +37,7 @@ def test_snapshot_covers_every_published_data_entry():
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+@SHARES_REPRODUCTIONS
 @pytest.mark.parametrize("figure_id", sorted(BEFORE))
 def test_same_verdict_rows_as_before(figure_id, published_reproductions):
     before = BEFORE[figure_id]
@@ -53,6 +55,7 @@ def test_same_verdict_rows_as_before(figure_id, published_reproductions):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+@SHARES_REPRODUCTIONS
 def test_each_folder_exits_with_its_worst_outcome(published_reproductions):
     for folder, code in published_reproductions.exit_codes.items():
         outcomes = [v["outcome"] for k, v in BEFORE.items() if published_reproductions.folder_of(k) == folder]
