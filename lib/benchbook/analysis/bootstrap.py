@@ -40,10 +40,19 @@ SCALES: tuple[Scale, ...] = ("log-ratio", "difference")
 _BATCH_ELEMENTS = 1 << 22  # resampled values held at once (memory bound of scipy's vectorised resampling)
 
 
+def median(x: Any, axis: int = -1) -> Any:
+    """np.median of finite values along ``axis`` (the mean of the middle two for an even count), by a full sort:
+    for the few runs of an arm about five times faster than np.median's partition and NaN check, which
+    dominate a bootstrap's time."""
+    s = np.sort(np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1), axis=-1)
+    n = s.shape[-1]
+    return s[..., n // 2] if n % 2 else (s[..., n // 2 - 1] + s[..., n // 2]) / 2
+
+
 def delta_of_medians(a: Any, b: Any, scale: Scale, axis: int = -1) -> Any:
     """Delta between the medians of the per-run values along ``axis``: ln(med B / med A) or med B - med A."""
-    ma = np.median(a, axis=axis)
-    mb = np.median(b, axis=axis)
+    ma = median(a, axis=axis)
+    mb = median(b, axis=axis)
     if scale == "log-ratio":
         return np.log(mb / ma)
     if scale == "difference":
@@ -156,4 +165,4 @@ def levels_text(levels: tuple[float, ...] = LEVELS) -> str:
 
 
 __all__ = ["DEFAULT_SEED", "LEVELS", "RESAMPLES", "SCALES", "DeltaIntervals", "Scale", "bootstrap_delta",
-           "bootstrap_distribution", "check_arm", "delta_of_medians", "percentile_interval"]
+           "bootstrap_distribution", "check_arm", "delta_of_medians", "median", "percentile_interval"]

@@ -52,7 +52,7 @@ class Range:
         bad = ~np.isfinite(x) | (x < self.low) | (x > self.high)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise RangeError(f"{what} {i + 1} of {x.size} is {x[i]!r}, outside the range of the statistic "
+            raise RangeError(f"{what} {i + 1} of {x.size} is {float(x[i])!r}, outside the range of the statistic "
                              f"({self.name})")
         return x
 
