@@ -218,7 +218,7 @@ def compare_samples(a: Any, b: Any, margin: Margin, value_range: Range = REAL, s
     need = reason = None
     if verdict == INCONCLUSIVE:
         need = runs_needed(est, boot.standard_error, _harmonic(x.size, y.size), d, min_runs=min_runs)
-        reason = (f"the 90 % interval reaches past +-{d:.4g} and the 95 % interval overlaps it; "
+        reason = (f"the 90 % interval reaches past the margin +-{margin.text} and the 95 % interval overlaps it; "
                   + (f"about {need} runs per arm would likely decide (bootstrap standard error, normal "
                      f"approximation)" if need else "Delta lies on the margin: more runs are unlikely to decide"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, y.size, boot.method, need, reason, seed, resamples,
@@ -263,7 +263,7 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     if verdict == INCONCLUSIVE:
         se = (ci95[1] - ci95[0]) / (2 * float(stats.norm.ppf(1 - (1 - DIFFERENT_LEVEL) / 2)))
         need = runs_needed(est, se, x.size, margin.delta, min_runs=min_runs)
-        reason = (f"the intervals overlap the margin +-{margin.delta:.4g}; "
+        reason = (f"the intervals overlap the margin +-{margin.text}; "
                   + (f"about {need} runs would likely decide" if need else "Delta lies on the margin"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, None, method, need, reason, p_equivalent=p_eq,
                       p_different=p_diff, reference=reference)
