@@ -228,6 +228,8 @@ def test_cli_usage_and_input_errors(hlog_runs, tmp_path: Path) -> None:
         ((a, "--vs"), 2, "both sets need at least one run"),
         ((a, "--vs", a, "--jsn"), 2, "no such option: --jsn"),
         ((a, "--vs", rep), 2, "mix latency runs and throughput runs"),
+        ((rep, "--vs", rep, "--plot", str(tmp_path / "p.html")), 2, "--plot draws latency runs"),
+        ((a, "--vs", a, "--plot", str(tmp_path / "p.png")), 2, "ending in .html"),
         ((a, "--vs", a, "--stat", "jain"), 2, "not a statistic of latency runs"),
         ((a, "--vs", a, "--stat", "p100"), 2, "use min/max"),
         ((a, "--vs", a, "--margin", "-5%"), 2, "margin"),

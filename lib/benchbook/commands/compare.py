@@ -77,6 +77,8 @@ def compare(
     wrong = [s.name for s in stats if s.kind != kind]
     if wrong:
         _usage(f"--stat {','.join(wrong)}: not a statistic of {kind} runs")
+    if plot is not None and kind != "latency":
+        _usage("--plot draws latency runs (an HDR percentile plot); these are throughput runs")
     for r in loaded["A"] + loaded["B"]:
         for note in r.notes:
             typer.echo(f"benchbook compare: note: {note}", err=True)
@@ -84,7 +86,7 @@ def compare(
 
     results = rc.compare_run_sets(loaded["A"], loaded["B"], stats, margin, seed=seed)
     if plot is not None:
-        _write_plot(plot, loaded["A"], loaded["B"], kind)
+        _write_plot(plot, loaded["A"], loaded["B"])
     if as_json:
         sys.stdout.write(json.dumps(rc.document(results), indent=2, allow_nan=False) + "\n")
     else:
@@ -112,12 +114,14 @@ def _usage(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def _write_plot(plot: Path, runs_a, runs_b, kind: str) -> None:
-    if kind != "latency":
-        _usage("--plot draws latency runs (an HDR percentile plot); these are throughput runs")
+def _write_plot(plot: Path, runs_a, runs_b) -> None:
     from benchbook.analysis.run_comparison import percentile_bands
     from benchbook.figures import hdr_run_bands_plot, save_figure
 
+    empty = [str(r.path) for r in runs_a + runs_b if r.samples == 0]
+    if empty:
+        typer.echo(f"benchbook compare: error: --plot: no latencies in {', '.join(empty)}", err=True)
+        raise typer.Exit(1)
     b = percentile_bands(runs_a, runs_b)
     fig = hdr_run_bands_plot(b.percent, b.median, b.low, b.high, b.band_label, b.flips, b.limit_percent,
                              title=f"{len(runs_a)} runs (A) against {len(runs_b)} runs (B)")
