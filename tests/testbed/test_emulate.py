@@ -19,7 +19,8 @@ import pytest
 
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed import emulate as em
-from benchbook.testbed.ssh import Inventory, Measurement, SshBackend
+from benchbook.testbed.inventory import Inventory
+from benchbook.testbed.ssh import Measurement, SshBackend
 from benchbook.tools.host import read_command_log
 from conftest import require_program, require_root
 

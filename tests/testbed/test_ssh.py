@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from benchbook.paths import REPO_ROOT
-from benchbook.testbed.ssh import Inventory, InventoryError, Measurement, SshBackend, Step, shell_join
+from benchbook.testbed.inventory import Inventory, InventoryError
+from benchbook.testbed.ssh import Measurement, SshBackend, Step, shell_join
 from benchbook.tools import lxc, moongen, perf, testpmd
 from benchbook.tools.host import read_command_log
 
