@@ -20,8 +20,9 @@ import pytest
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed import emulate as em
 from benchbook.testbed.inventory import Inventory
-from benchbook.testbed.ssh import Measurement, SshBackend
-from benchbook.tools.host import read_command_log
+from benchbook.testbed.plan import Measurement
+from benchbook.testbed.ssh import SshBackend
+from benchbook.tools.host import CommandLog, read_command_log
 from conftest import require_program, require_root
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -123,13 +124,14 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
 
 def test_host_dropping_mid_run_leaves_a_failed_record(emulated, tmp_path):
     backend = SshBackend(emulated.inventory, dry_run=False)
+    log = CommandLog(tmp_path / "run" / "raw")
     ts_link = emulated.hosts["timestamper"].mgmt_link
     dropped = threading.Event()
 
     def drop_when_loading() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if any(r.what.startswith("bb-loadgen") for r in backend.log.records):
+            if any(r.what.startswith("bb-loadgen") for r in log.records):
                 subprocess.run(["ip", "link", "set", ts_link, "down"], check=True)
                 dropped.set()
                 return
@@ -138,8 +140,8 @@ def test_host_dropping_mid_run_leaves_a_failed_record(emulated, tmp_path):
     watcher = threading.Thread(target=drop_when_loading, daemon=True)
     watcher.start()
     try:
-        rec = backend.execute(Measurement(run_id="drop", cgroup_mode="v1", rate_pps=5000, duration_s=2),
-                              tmp_path / "run")
+        rec = backend.execute(backend.plan(Measurement(run_id="drop", cgroup_mode="v1", rate_pps=5000, duration_s=2,
+                                                       token="d0d0d0", run_dir=str(tmp_path / "run"))), log)
     finally:
         watcher.join(timeout=5)
         subprocess.run(["ip", "link", "set", ts_link, "up"], check=False)
