@@ -88,3 +88,38 @@ def test_local_dry_run_lists_tool_commands_and_creates_nothing(tmp_path):
     assert any(c.startswith(f"{ns}dut {shlex.join(tp)}") for c in hosts["dut"])
     assert shlex.join(perf.build_argv("DUT_PID", 2, repeats=3)) in hosts["local"]
     assert any("bb-loadgen --iface bb-000000-lg0 --rate 5000.0" in c for c in hosts["lg"])
+
+
+def _plans_rendered(params: lp.ExperimentParams) -> dict[str, list[str]]:
+    """Per host, the backend's own rendering of plan() for every point of the grid, concatenated."""
+    backend = lp.backend_for(params)
+    per_host: dict[str, list[str]] = {}
+    for mode, rate, rep in lp._grid(params):
+        m = lp.measurement(params, mode, rate, rep, run_dir=f"RUN/raw/{mode}/rate{int(rate)}/rep{rep}")
+        for role, lines in backend.render(backend.plan(m)).items():
+            per_host.setdefault(role, []).extend(lines)
+    return per_host
+
+
+def test_dry_run_of_each_backend_is_its_plan(tmp_path):
+    """dry-run.txt lists exactly the steps plan() returns, for the local backend and the ssh backend (example
+    inventory): nothing restated beside the plan; run-time values appear as their placeholders."""
+    for name, extra in (("local", {}), ("testbed", {"inventory": str(INVENTORY)})):
+        params = lp.ExperimentParams(backend=name, dry_run=True, rates_pps=[5000, 20000], repetitions=2,
+                                     cgroup_modes=["v1", "v2", "none"] if name == "local" else ["v1", "v2"],
+                                     duration_s=2, **extra)
+        lp.run_experiment(params, tmp_path / name)
+        printed = lp.read_dry_run(tmp_path / name / lp.DRY_RUN_FILE)
+        # read_dry_run splits a multi-line command (a file written here) into its lines: so does the comparison
+        planned = {role: [part for line in lines for part in line.split("\n") if part]
+                   for role, lines in _plans_rendered(params).items()}
+        assert printed == planned, name
+        assert sum(len(v) for v in printed.values()) > 40
+    local = lp.read_dry_run(tmp_path / "local" / lp.DRY_RUN_FILE)
+    # the housekeeping CPU of bb-loadgen is the first CPU the recipe leaves to housekeeping (not the DuT's)
+    loads = [c for c in local["lg"] if "bb-loadgen --iface" in c]
+    assert len(loads) == 3 * 2 * 2 and all("--dst-mac DUT_INGRESS_MAC --cpu " in c for c in loads)
+    assert not any("--cpu 1" in c for c in loads), "bb-loadgen never on the DuT's CPU 1"
+    assert sum("-p DUT_PID" in c for c in local["local"]) == 3 * 2 * 2, "perf stat on the DuT's pid, once per point"
+    assert sum(c.endswith("/cpuset.sched_load_balance'") and "ROOT_SCHED_LOAD_BALANCE" in c
+               for c in local["local"]) == 2 * 2, "the v1 points write the root's previous value back"
