@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 
-from benchbook.experiment import latency_point as lp
+from benchbook.experiment import cgroup_latency as lp
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed.ssh import shell_join
 from benchbook.tools import lxc, moongen, perf, tcpdump, testpmd

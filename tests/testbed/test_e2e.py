@@ -29,7 +29,7 @@ def _empty_leftovers() -> dict:
 @pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
-    from benchbook.experiment import latency_point as cl
+    from benchbook.experiment import cgroup_latency as cl
     from benchbook.tools import cgroups as cg
 
     if mode == "v1" and cg.v1_hierarchy("cpuset") is None:
@@ -107,7 +107,7 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
 
 _CHILD = """
 import sys
-from benchbook.experiment import latency_point as cl
+from benchbook.experiment import cgroup_latency as cl
 p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, cgroup_modes=["v1"], perf_repeats=1)
 cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.experiment import latency_point as lp
+from benchbook.experiment import cgroup_latency as lp
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed import emulate as em
 from benchbook.testbed.inventory import Inventory

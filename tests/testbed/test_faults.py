@@ -122,7 +122,7 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
 
 
 def _params(**kw: Any):
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
 
     return lp.ExperimentParams(**{"rates_pps": [RATE_PPS], "repetitions": 1, "cgroup_modes": ["none"],
                                   "perf_repeats": 1, "settle_s": 0.2, **kw})
@@ -147,7 +147,7 @@ def _check_failed_point(out: Path, token: str, *causes: str) -> dict[str, Any]:
 @pytest.mark.root
 def test_loadgen_killed_mid_run(tmp_path):
     _needs("dpdk-testpmd")
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
     from benchbook.tools.host import read_command_log
 
     mine = os.getpid()
@@ -206,7 +206,7 @@ def test_disk_full(tmp_path, full):
     _needs()
     import errno
 
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
 
     out = tmp_path / "out"
     mnt = out / "raw" / "none" if full == "capture directory" else out
