@@ -152,7 +152,7 @@ class Plan:
     backend: str
     measurement: Measurement
     steps: list[Step]
-    facts: dict[str, Any] = field(default_factory=dict)   # choices, substitutions, recipe: recorded with the run
+    facts: dict[str, Any] = field(default_factory=dict)   # what it was made from (ssh: choices; local: recipe, DuT)
 
     def __iter__(self) -> Any:
         return iter(self.steps)
