@@ -111,6 +111,34 @@ MUTATIONS = (
         ("tests/testbed/test_plan.py",),
         hint="plan.py",
     ),
+    Mutation(
+        "repetition-order-one-permutation",
+        "the runner draws one permutation of the arms and repeats it every round: arms keep fixed slots instead "
+        "of a fresh seeded block per round",
+        (("    for rnd in range(1, repetitions + 1):\n        for i in rng.permutation(len(arms)):",
+          "    perm = rng.permutation(len(arms))\n    for rnd in range(1, repetitions + 1):\n        for i in perm:"),),
+        ("tests/experiment/test_repetitions.py::test_order_is_the_seeded_interleaving_and_each_run_has_its_own_record",),
+    ),
+    Mutation(
+        "repetition-finished-run-redone",
+        "resuming redoes complete runs as well (only not-runnable ones count as finished)",
+        (('FINISHED = ("complete", "not runnable")', 'FINISHED = ("not runnable",)'),),
+        ("tests/experiment/test_repetitions.py::test_ctrl_c_inside_a_run_resumes_without_running_a_finished_run_twice",),
+    ),
+    Mutation(
+        "repetition-rule-ignored",
+        "a run a validity rule flags still counts as valid",
+        (('rec["valid"] = rec["status"] == "complete" and not rec["invalid_by"]',
+          'rec["valid"] = rec["status"] == "complete"'),),
+        ("tests/experiment/test_repetitions.py::test_invalid_runs_are_excluded_by_a_recorded_rule_never_silently",),
+    ),
+    Mutation(
+        "repetition-plan-change-accepted",
+        "a different plan in the same output directory is run on top of the old runs instead of refused",
+        (("if old is not None and (diff := _differences(old, plan)):",
+          "if False and old is not None and (diff := _differences(old, plan)):"),),
+        ("tests/experiment/test_repetitions.py::test_a_changed_plan_is_refused_and_the_same_plan_runs_nothing",),
+    ),
 )
 
 

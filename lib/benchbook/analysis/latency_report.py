@@ -13,14 +13,13 @@ which.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+from benchbook.atomic_write import write_json_atomic
 from benchbook.report_dir import report_dir
 
 PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
@@ -223,19 +222,13 @@ def analyze_captures(
                 f"{summary['matched']} matched): the same capture given twice, or timestamps too coarse for the "
                 "device under test"
             )
-        _write_json(work / "summary.json", summary)
+        write_json_atomic(work / "summary.json", summary)
     for m in summary["details"]["warnings"]:
         warnings.warn(m, stacklevel=2)
     return summary
 
 
 OUTPUT_FILES = ("latencies.parquet", "latency.hlog", "hdr.html", "plotly.min.js", "summary.json")
-
-
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
 
 
 def _analyze_into(

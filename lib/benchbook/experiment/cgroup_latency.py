@@ -42,8 +42,8 @@ import numpy as np
 
 from benchbook.analysis.latency import IdKey, match_captures
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
-from benchbook.experiment.record import write_json_atomic
 from benchbook.testbed.backends import Backend, backend_names, get_backend
 from benchbook.testbed.names import new_token
 from benchbook.testbed.plan import DRY_RUN_DIR, DRY_RUN_TOKEN, RUNTIME_VALUES, Measurement

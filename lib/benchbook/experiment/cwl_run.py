@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
-from benchbook.experiment.record import write_json_atomic, write_record
+from benchbook.experiment.record import write_record
 from benchbook.experiment.runner import RunResult, copy_environment_files, new_run_id, now_iso
 from benchbook.paths import RUNS_DIR
 from benchbook.testbed.ssh_host import SshHost
