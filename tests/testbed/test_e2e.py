@@ -141,7 +141,7 @@ def test_sigint_mid_measurement_restores_everything(tmp_path):
         time.sleep(0.2)
     assert token, "the child should be forwarding by now"
     assert (root / f"bb-{token}-hk").is_dir() and cg.read(root / "cpuset.sched_load_balance") == "0"
-    pre = tmp_path / "raw" / "v1" / "rate2000" / "rep0" / "pre.pcap"
+    pre = tmp_path / "raw" / "v1-rate2000" / "rep1" / "pre.pcap"
     deadline = time.monotonic() + 60
     while not (pre.exists() and pre.stat().st_size > 24) and time.monotonic() < deadline:
         time.sleep(0.05)  # interrupt only once the capture holds packets
@@ -152,5 +152,5 @@ def test_sigint_mid_measurement_restores_everything(tmp_path):
     assert not (root / f"bb-{token}-hk").exists() and not (root / f"bb-{token}-dut").exists()
     assert cg.read(root / "cpuset.sched_load_balance") == lb_before
     assert not (Path("/run/benchbook") / f"{token}.json").exists()
-    raw = list(tmp_path.glob("raw/v1/rate2000/rep0/pre.pcap"))
+    raw = list(tmp_path.glob("raw/v1-rate2000/rep1/pre.pcap"))
     assert raw and raw[0].stat().st_size > 24, "raw data measured before the interrupt is kept"

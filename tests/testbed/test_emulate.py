@@ -104,7 +104,7 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
                         "-p", "duration_s=1"], capture_output=True, text=True, timeout=240)
     assert r.returncode in (0, 4), r.stdout[-3000:] + r.stderr[-3000:]
     run = next((tmp_path / "daichendt-iitm23-fig3").iterdir())
-    point = run / "raw" / "v1" / "rate10000" / "rep0"
+    point = run / "raw" / "v1-rate10000" / "rep1"
     rec = json.loads((point / "point.json").read_text())
     assert rec["status"] == "complete", rec.get("error")
     raw = point / "raw"
@@ -115,7 +115,7 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
     assert (raw / "timestamper" / "pre.pcap").stat().st_size > 24 and (raw / "timestamper" / "post.pcap").exists()
     counts = rec["analysis"]["counts"]
     assert counts["pre"] == rec["captures"]["pre"]["captured"] and 0 < counts["matched"] <= sent
-    log = read_command_log(run / "raw")
+    log = read_command_log(point)   # the run's own command log
     targets = {a.split("@", 1)[1] for c in log for a in c["argv"] if a.startswith("root@")}
     assert {h.address for h in emulated.hosts.values()} <= targets
     assert all("StrictHostKeyChecking=yes" in c["argv"] for c in log if c["argv"][0] in ("ssh", "scp"))
@@ -145,12 +145,12 @@ def _printed_commands(dry_run: Path) -> dict[str, list[str]]:
     return out
 
 
-def _executed_commands(run: Path, token: str) -> dict[str, list[str]]:
-    """Per host, the command lines of the run's commands.jsonl in the order they started (a remote host: what its
-    shell ran; this machine's scp: the whole line), the run token and the output directory written as a dry run
-    writes them. The probe of the hosts (read-only, once per experiment, before any plan) is not a step."""
+def _executed_commands(run: Path, point: str, token: str) -> dict[str, list[str]]:
+    """Per host, the command lines of the point's commands.jsonl in the order they started (a remote host: what
+    its shell ran; this machine's scp: the whole line), the run token and the output directory written as a dry
+    run writes them. The probe of the hosts (read-only, once per experiment, before any plan) is not a step."""
     out: dict[str, list[str]] = {}
-    for rec in sorted(read_command_log(run / "raw"), key=lambda r: r["n"]):
+    for rec in sorted(read_command_log(run / point), key=lambda r: r["n"]):
         if rec["what"].startswith("probe "):
             continue
         argv = rec["argv"]
@@ -185,9 +185,16 @@ def test_executed_commands_are_the_printed_plan_on_both_backends(emulated, tmp_p
         (point,) = result["points"]
         assert point["status"] == "complete", point.get("error")
         token = point["execution"]["measurement"]["token"] if name == "testbed" else point["testbed"]["token"]
-        printed, executed = _printed_commands(dry / lp.DRY_RUN_FILE), _executed_commands(run, token)
+        printed, executed = _printed_commands(dry / lp.DRY_RUN_FILE), _executed_commands(run, point["dir"], token)
         _same_modulo_runtime_values(printed, executed)
         assert sum(len(c) for c in executed.values()) > 20, name
+        # the point is one run of the repetition runner, with its own record
+        summary = json.loads((run / "repetitions.json").read_text())
+        assert summary["plan"]["seed"] == result["repetitions"]["seed"]
+        assert [s["dir"] for s in summary["order"]] == [point["dir"]] == ["raw/v1-rate5000/rep1"]
+        rec = json.loads((run / point["dir"] / "repetition.json").read_text())
+        assert rec["status"] == "complete" and rec["valid"] is True
+        assert {"loss_fraction", "p50_latency", "max_latency"} <= {s["name"] for s in rec["statistics"]}
         assert any("tcpdump" in c for cs in executed.values() for c in cs)
 
 

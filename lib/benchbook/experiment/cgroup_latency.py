@@ -13,10 +13,14 @@ namespaces), the isolation recipe of the mode, the DuT (dpdk-testpmd by default)
 inside the DuT cgroup, tcpdump at the DuT's ingress (LoadGen egress) and egress (sink ingress),
 ``perf stat`` on the DuT process for the sending window, bb-loadgen at a constant rate. Afterwards the
 captures are matched by the packet id (IdKey(offset=42, width=8, big-endian)) and everything measured
-is kept:
+is kept. Every point is one run of the repetition runner (:mod:`benchbook.experiment.repetitions`): the
+arms are mode x rate (``<mode>-rate<pps>``), each repetition a fresh set-up, in the runner's seeded
+interleaved order (``seed``), one directory and one record per run:
 
-    <output_dir>/raw/commands.jsonl, raw/cmd/    every command run (the one command log)
-    <output_dir>/raw/<mode>/rate<pps>/rep<k>/{pre.pcap, post.pcap, latencies.parquet, point.json}
+    <output_dir>/repetitions.json      the plan (arms, repetitions, seed), the order, every run's status
+    <output_dir>/run-statistics.parquet  every run's statistics (loss, achieved rate, latency percentiles)
+    <output_dir>/raw/<mode>-rate<pps>/rep<k>/   one run: {pre.pcap, post.pcap, latencies.parquet, point.json,
+                                       repetition.json, commands.jsonl, cmd/ (every command of the run)}
     <output_dir>/latency-points.json   every point (no arrays): rates, loss, drops, perf, percentiles
     <output_dir>/metrics.json          achieved rate, loss and capture drops per point (run record)
     <output_dir>/capabilities.json     what was missing or substituted here, with the reason
@@ -44,7 +48,16 @@ from benchbook.analysis.latency import IdKey, match_captures
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
+from benchbook.experiment.repetitions import (
+    SUMMARY_FILE,
+    RunContext,
+    RunsFailed,
+    Statistic,
+    interleaved_order,
+    run_repetitions,
+)
 from benchbook.testbed.backends import Backend, backend_names, get_backend
+from benchbook.testbed.capabilities import NotRunnable
 from benchbook.testbed.names import new_token
 from benchbook.testbed.plan import DRY_RUN_DIR, DRY_RUN_TOKEN, RUNTIME_VALUES, Measurement
 from benchbook.tools.host import CommandLog
@@ -69,6 +82,7 @@ class ExperimentParams:
     frame_size: int = 64                        # bytes incl. FCS, as MoonGen counts
     duration_s: float = 3.0
     repetitions: int = 3
+    seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
     cgroup_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])   # isolation modes ("none" too)
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
@@ -107,25 +121,32 @@ def backend_for(params: ExperimentParams, log: CommandLog | None = None) -> Back
 # -------------------------------------------------------------------------------------------------
 # one measurement point
 # -------------------------------------------------------------------------------------------------
+def arm_name(mode: str, rate_pps: float) -> str:
+    """An arm of the experiment: one isolation mode at one rate (its runs are raw/<arm>/rep<k>/)."""
+    return f"{mode}-rate{int(rate_pps)}"
+
+
 def _point_dir(out: Path, mode: str, rate_pps: float, rep: int) -> Path:
-    return out / "raw" / mode / f"rate{int(rate_pps)}" / f"rep{rep}"
+    """The directory of repetition ``rep`` (1-based) of an arm, as the repetition runner lays it out."""
+    return out / "raw" / arm_name(mode, rate_pps) / f"rep{rep}"
 
 
 def measurement(params: ExperimentParams, mode: str, rate_pps: float, rep: int, run_dir: Path | str,
                 token: str = "") -> Measurement:
     """The Measurement a backend plans for one point (token "": a dry run's)."""
-    return Measurement(run_id=f"{mode}-rate{int(rate_pps)}-rep{rep}", cgroup_mode=mode, rate_pps=rate_pps,
+    return Measurement(run_id=f"{arm_name(mode, rate_pps)}-rep{rep}", cgroup_mode=mode, rate_pps=rate_pps,
                        frame_size=params.frame_size, duration_s=params.duration_s, repetition=rep, token=token,
                        run_dir=str(run_dir), dut_kind=params.dut_kind, dut_cpu=params.dut_cpu,
                        perf_repeats=params.perf_repeats, settle_s=params.settle_s)
 
 
 def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int, out_dir: Path,
-                  log: CommandLog | None = None, backend: Backend | None = None) -> dict[str, Any]:
+                  log: CommandLog | None = None, backend: Backend | None = None,
+                  run_dir: Path | None = None) -> dict[str, Any]:
     """Measure one point on the experiment's backend: its plan, executed; returns the point's record (also
-    written as point.json). Every command goes into ``log`` (default: the run's command log in
-    <out_dir>/raw/)."""
-    d = _point_dir(out_dir, mode, rate_pps, rep)
+    written as point.json into ``run_dir``, default raw/<mode>-rate<pps>/rep<rep>/ of ``out_dir``). Every
+    command goes into ``log`` (default: a command log in <out_dir>/raw/)."""
+    d = Path(run_dir) if run_dir is not None else _point_dir(out_dir, mode, rate_pps, rep)
     d.mkdir(parents=True, exist_ok=True)
     log = log or CommandLog(out_dir / "raw")
     backend = backend or backend_for(params, log)
@@ -160,7 +181,7 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
     except Exception as exc:  # keep what was measured; the point is marked failed with the reason
         rec["error"] = f"{type(exc).__name__}: {exc}"
         rec["traceback"] = traceback.format_exc()
-    rec["commands"] = _command_range(log, first)
+    rec["commands"] = _command_range(log, first, out_dir)
     lost = log.write_errors[first_lost:]
     if lost:  # e.g. a full disk: what the log misses is named; the point is not complete without it
         rec["log_write_errors"] = lost
@@ -174,11 +195,34 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
     return rec
 
 
-def _command_range(log: CommandLog, first: int) -> dict[str, Any]:
-    """Where the point's commands are in the run's command log."""
+def _command_range(log: CommandLog, first: int, out_dir: Path) -> dict[str, Any]:
+    """Where the point's commands are in its command log (the log's path relative to the output directory)."""
     ns = [r.n for r in log.since(first)]
-    return {"log": "raw/commands.jsonl" if log.directory is not None else None,
-            "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
+    where = None
+    if log.directory is not None:
+        path = log.directory / "commands.jsonl"
+        where = str(path.relative_to(out_dir)) if path.is_relative_to(out_dir) else str(path)
+    return {"log": where, "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
+
+
+def point_statistics(p: dict[str, Any]) -> list[Statistic]:
+    """The statistics of a complete point for its run's record: loss, achieved rate, and the latency
+    percentiles its matched packets resolve (p99 from 100 packets on, p99.9 from 1000)."""
+    an = p["analysis"]
+    c, n = an["counts"], an["counts"]["matched"]
+    m = point_metrics(p)
+    out = [Statistic("loss_fraction", m["loss_fraction"], c["pre"], "1",
+                     "packets captured before the DuT and not after it / packets captured before it"),
+           Statistic("achieved_pps", m["achieved_pps"], m["sent"], "pkt/s",
+                     "bb-loadgen's sent packets / its send time")]
+    for q, least in (("50", 1), ("99", 100), ("99.9", 1000)):
+        v = an["percentiles_ns"].get(q)
+        if v is not None and n >= least:
+            out.append(Statistic(f"p{q}_latency", v, n, "ns", f"discrete percentile of the matched packets' latency: "
+                                                             f"the smallest with at least {q} % at or below it"))
+    if an["max_ns"] is not None:
+        out.append(Statistic("max_latency", an["max_ns"], n, "ns", "largest latency of the matched packets"))
+    return out
 
 
 def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
@@ -220,7 +264,18 @@ def capabilities(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def _grid(params: ExperimentParams) -> list[tuple[str, float, int]]:
-    return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps for k in range(params.repetitions)]
+    """(mode, rate, repetition) of every run, in the order they run: the repetition runner's seeded interleaving
+    when ``params.seed`` is given, else mode by mode (the order a real run draws is in its repetitions.json)."""
+    arms = _arms(params)
+    if params.seed is None:
+        return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps
+                for k in range(1, params.repetitions + 1)]
+    return [(arms[s["arm"]]["mode"], arms[s["arm"]]["rate_pps"], s["repetition"])
+            for s in interleaved_order(list(arms), params.repetitions, params.seed)]
+
+
+def _arms(params: ExperimentParams) -> dict[str, dict[str, Any]]:
+    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.cgroup_modes for r in params.rates_pps}
 
 
 def dry_run_plan(params: ExperimentParams, backend: Backend | None = None) -> dict[str, list[str]]:
@@ -276,10 +331,12 @@ def read_dry_run(path: Path | str) -> dict[str, list[str]]:
 
 def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str,
                    progress: Any = None) -> dict[str, Any]:
-    """Run every point of the grid on the chosen backend; write latency-points.json, metrics.json,
-    capabilities.json. With dry_run: only dry-run.txt (the result lists no points). When a point
-    failed (a process of the chain died, a capture is incomplete, ...), MeasurementFailed names the
-    failed points and their reasons after all of that is written; their raw data stay in place."""
+    """Run the grid on the chosen backend through the repetition runner: arms = mode x rate, each repetition a
+    run of its own (a fresh plan executed, its directory raw/<arm>/rep<k>/ with its command log, point.json and
+    repetition.json) in the seeded interleaved order (repetitions.json: seed, order, every run); then write
+    latency-points.json, metrics.json, capabilities.json. With dry_run: only dry-run.txt (the result lists no
+    points). When a point failed (a process of the chain died, a capture is incomplete, ...), MeasurementFailed
+    names the failed points and their reasons after all of that is written; their raw data stay in place."""
     if isinstance(params, dict):
         params = ExperimentParams.from_dict(params)
     params.check()
@@ -289,19 +346,33 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
         path = write_dry_run(params, out)
         return {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": {}, "points": [],
                 "dry_run": str(path)}
-    log = CommandLog(out / "raw")
-    backend = backend_for(params, log)
+    backend = backend_for(params, CommandLog(out / "raw"))   # the backend's own commands (the ssh probe)
     arms = arm_status(params, backend)
-    points: list[dict[str, Any]] = []
-    for mode, rate_pps, rep in _grid(params):
+    measured: dict[str, dict[str, Any]] = {}
+
+    def one_run(ctx: RunContext) -> list[Statistic]:
+        mode, rate_pps = ctx.config["mode"], ctx.config["rate_pps"]
         if not arms[mode]["runnable"]:
-            points.append({"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "not runnable",
-                           "reason": arms[mode]["reason"]})
-            continue
+            raise NotRunnable(arms[mode]["reason"])
         if progress:
-            progress(f"{mode} @ {rate_pps:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
-        points.append(measure_point(params, mode, rate_pps, rep, out, log, backend))
-    result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points}
+            progress(f"{mode} @ {rate_pps:g} pkt/s, repetition {ctx.repetition}/{params.repetitions} "
+                     f"(run {ctx.position} of the seeded order)")
+        p = measure_point(params, mode, rate_pps, ctx.repetition, out, ctx.log, backend, run_dir=ctx.directory)
+        p.update(round=ctx.round, position=ctx.position)
+        measured[str(ctx.directory.relative_to(out))] = p
+        ctx.metrics.update(point_metrics(p))
+        if p["status"] == "failed":
+            raise MeasurementFailed(str(p.get("error")))
+        return point_statistics(p) if p["status"] == "complete" else []
+
+    try:
+        runs = run_repetitions(out, _arms(params), params.repetitions, one_run, seed=params.seed, progress=None)
+    except RunsFailed as exc:
+        runs = exc.result
+    points = [_point_of(rec, out, measured, arms) for rec in runs.records]
+    result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points,
+              "repetitions": {"file": SUMMARY_FILE, "seed": runs.summary["plan"]["seed"],
+                              "counts": runs.summary["counts"], "record_write_errors": runs.write_errors}}
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
     metrics["latency_points"] = {"arms": arms, "points": [point_metrics(p) for p in points],
@@ -312,13 +383,29 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
     caps.extend(capabilities(arms))
     caps.extend(backend.capability_lines(measurement(params, *first, run_dir=out) if first else None))
     write_json_atomic(out / "capabilities.json", caps)
-    failed = [p for p in points if p["status"] == "failed"]
+    failed = [p for p in points if p["status"] in ("failed", "interrupted")]
     if failed:
         raise MeasurementFailed(
             f"{len(failed)} of {len(points)} points failed (every point with its reason: {out / RESULT_FILE}; "
             f"raw data kept): " + "; ".join(f"{p['mode']} @ {p['rate_pps']:g} pkt/s repetition {p['repetition']}: "
                                             f"{str(p.get('error')).splitlines()[0]}" for p in failed[:3]))
     return result
+
+
+def _point_of(rec: dict[str, Any], out: Path, measured: dict[str, dict[str, Any]],
+              arms: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A run's point: what this call measured, else its point.json (a run finished before a resume), else what
+    its repetition record says (not runnable, or ended without a point)."""
+    cfg = rec["config"]
+    p = measured.get(rec["dir"]) or _read_json(out / rec["dir"] / "point.json", None)
+    if p is not None:
+        return {**p, "round": rec["round"], "position": rec["position"]}
+    base = {"mode": cfg["mode"], "rate_pps": cfg["rate_pps"], "repetition": rec["repetition"], "dir": rec["dir"],
+            "round": rec["round"], "position": rec["position"]}
+    if rec["status"] == "not runnable":
+        return {**base, "status": "not runnable", "reason": arms.get(cfg["mode"], {}).get("reason") or rec["reason"]}
+    last = (rec.get("reason") or "").strip().splitlines()
+    return {**base, "status": "failed", "error": last[-1] if last else rec["status"]}
 
 
 def add_capabilities(output_dir: Path | str, caps: list[dict[str, str]]) -> None:
