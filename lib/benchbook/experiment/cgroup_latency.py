@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 
 from benchbook.analysis.latency import IdKey, match_captures
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
@@ -244,8 +246,6 @@ def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
 
 def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """(t_pre_ns, latency_ns) of a point from its Parquet table."""
-    import pyarrow.parquet as pq
-
     t = pq.read_table(Path(out_dir) / point["dir"] / "latencies.parquet", columns=["t_pre_ns", "latency_ns"])
     return t.column("t_pre_ns").to_numpy(), t.column("latency_ns").to_numpy()
 
@@ -557,8 +557,6 @@ def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
 
 def rate_table(result: dict[str, Any]) -> Any:
     """One row per point: requested/achieved rate, loss, capture drops, percentiles (or why not run)."""
-    import pandas as pd
-
     return pd.DataFrame([point_metrics(p) for p in result["points"]])
 
 
@@ -566,8 +564,6 @@ def perf_table(result: dict[str, Any], rate_pps: float | None = None,
                events_expected: tuple[str, ...] = ("instructions", "branches", "cpu-migrations")) -> Any:
     """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
     without a completed point gets a "not run" row for each of events_expected."""
-    import pandas as pd
-
     rows = []
     for mode in result["params"]["cgroup_modes"]:
         pts = [p for p in complete_points(result, mode, rate_pps) if p.get("perf", {}).get("status") == "run"]
