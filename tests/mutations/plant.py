@@ -87,6 +87,31 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "teardown-skipped-after-failure",
+        "a plan's teardown steps run only when every step succeeded: a failed measurement leaves its namespaces, "
+        "cgroups and host settings behind",
+        (("                if not s.teardown:\n                    continue",
+          "                if not s.teardown or self.execution.error is not None:\n                    continue"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "always-steps-skipped-after-failure",
+        "after a failed step the collection steps are skipped too: the captures are never stopped, the raw data "
+        "measured before the fault are not collected",
+        (("            if s.teardown or (ex.error is not None and not s.always):",
+          "            if s.teardown or ex.error is not None:"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "runtime-value-not-substituted",
+        "a step runs with its placeholder (DUT_PID) instead of the value the producing step set",
+        (("        argv = [substitute(a, ex.values) for a in s.argv]", "        argv = list(s.argv)"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
         "repetition-order-one-permutation",
         "the runner draws one permutation of the arms and repeats it every round: arms keep fixed slots instead "
         "of a fresh seeded block per round",
