@@ -149,6 +149,31 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "teardown-skipped-after-failure",
+        "a plan's teardown steps run only when every step succeeded: a failed measurement leaves its namespaces, "
+        "cgroups and host settings behind",
+        (("                if not s.teardown:\n                    continue",
+          "                if not s.teardown or self.execution.error is not None:\n                    continue"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "always-steps-skipped-after-failure",
+        "after a failed step the collection steps are skipped too: the captures are never stopped, the raw data "
+        "measured before the fault are not collected",
+        (("            if s.teardown or (ex.error is not None and not s.always):",
+          "            if s.teardown or ex.error is not None:"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "runtime-value-not-substituted",
+        "a step runs with its placeholder (DUT_PID) instead of the value the producing step set",
+        (("        argv = [substitute(a, ex.values) for a in s.argv]", "        argv = list(s.argv)"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
         "repetition-order-one-permutation",
         "the runner draws one permutation of the arms and repeats it every round: arms keep fixed slots instead "
         "of a fresh seeded block per round",
@@ -175,6 +200,45 @@ MUTATIONS = (
         (("if old is not None and (diff := _differences(old, plan)):",
           "if False and old is not None and (diff := _differences(old, plan)):"),),
         ("tests/experiment/test_repetitions.py::test_a_changed_plan_is_refused_and_the_same_plan_runs_nothing",),
+    ),
+    Mutation(
+        "perf-one-decimal-mark-per-file",
+        "the decimal mark of a perf stat file's first report is used for every report (issue 22: French "
+        "reports after a C one read 3,479464367 s as 3479464367 s)",
+        (("                out.reports.append(_human_report(seg, source, number, decimal))",
+          "                out.reports.append(_human_report(seg, source, number, decimal or (\n"
+          "                    out.reports[0].decimal if out.reports else None)))"),),
+        ("tests/tools/test_perf_reports.py::test_seven_reports_each_with_its_own_locale_and_footer",),
+    ),
+    Mutation(
+        "perf-grouping-anywhere",
+        "a mark that is not the decimal mark is dropped wherever it stands ('0,46' read as 46 with decimal '.')",
+        (("        ok = (grouped and sep in _GROUPING and len(groups[-1]) == 3",
+          "        ok = (grouped and sep in _GROUPING and len(groups[-1]) >= 1"),),
+        ("tests/tools/test_perf_reports.py::test_grouping_only_between_digit_groups",),
+    ),
+    Mutation(
+        "flent-old-versions-not-upgraded",
+        "Flent files of data-format versions 1-3 are read without Flent's upgrade (raw values stay in "
+        "transactions/s and seconds, version-1 raw values are missing)",
+        (("        if version < FLENT_FORMAT_VERSION:\n            notes = _upgrade(doc, version)",
+          "        if False:\n            notes = _upgrade(doc, version)"),),
+        ("tests/analysis/test_flent_data.py::test_version_1_upgrade",
+         "tests/analysis/test_flent_data.py::test_files_written_here_load_as_flent_loads_them"),
+    ),
+    Mutation(
+        "fairness-left-out-unnamed",
+        "a flow below the bulk share is dropped from the fairness index without being named",
+        (("    s.left_out = left_out\n    return s", "    return s"),),
+        ("tests/commands/test_fairness.py::test_intervals_parquet_bulk_flows_both_directions",),
+    ),
+    Mutation(
+        "hist-empty-selection-malformed",
+        "a log whose default selection picks no interval is reported as malformed (exit 1) instead of the "
+        "empty distribution HistogramLogProcessor prints",
+        (("                    out.notes.append(f\"{p}: no interval histogram selected of",
+          "                    raise HistInputError(f\"{p}: no interval histogram selected of"),),
+        ("tests/commands/test_hist_corpus.py::test_nothing_selected_prints_the_empty_distribution_and_says_why",),
     ),
 )
 

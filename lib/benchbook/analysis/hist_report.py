@@ -133,15 +133,17 @@ def load_histograms(
                                      f"{start_s} s .. {end_s} s after StartTime not included (--start=-inf "
                                      f"keeps those stamped before StartTime)")
                 if not ivs and log.intervals:
-                    tags = sorted({str(t) for t in log.tags()})
+                    # HistogramLogProcessor prints an empty distribution here (HdrHistogram <= 2.1.9; 2.1.11 to
+                    # 2.2.2 end in a NullPointerException instead): so does benchbook, with a note saying why.
+                    tags = sorted({"(untagged)" if t is None else t for t in log.tags()})
                     if tagged_ok:
-                        raise HistInputError(
-                            f"{p}: no interval histograms start between {start_s} s and {end_s} s after "
-                            f"StartTime (--start/--end; --start=-inf keeps intervals stamped before it)")
-                    which = f"with tag {tag!r}" if tag is not None else "without a tag"
-                    raise HistInputError(
-                        f"{p}: no interval histograms {which} (tags present: {', '.join(tags)}; "
-                        f"use --tag NAME or --all-tags)")
+                        why = (f"all {len(tagged_ok)} start outside {start_s} s .. {end_s} s after StartTime (--start/"
+                               f"--end select by start time; --start=-inf keeps intervals stamped before StartTime)")
+                    else:
+                        which = f"has tag {tag!r}" if tag is not None else "is untagged"
+                        why = f"none {which} (tags present: {', '.join(tags)}; use --tag NAME or --all-tags)"
+                    out.notes.append(f"{p}: no interval histogram selected of {len(log.intervals)}: {why}; the "
+                                     f"distribution is empty, as HistogramLogProcessor prints it")
                 if out.start_time is None:
                     out.start_time = log.start_time
                 logs.append((p, log, ivs))
@@ -336,6 +338,17 @@ def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int =
                               stddev=d.stddev, max_value=float(d.max), total=d.count, value_scale=scale,
                               csv=csv, start_time=None, all_percentiles=all_percentiles)
     d = h.hdr
+    if not any(f["intervals"] for f in h.files if f["kind"] == "hlog") and h.moongen is None:
+        # Nothing selected: HistogramLogProcessor's empty Histogram(1000000, 2), without a StartTime line
+        # (imported here as in load_histograms: numpy and the HdrHistogram kernels only when needed).
+        import numpy as np
+
+        from benchbook.analysis.hdr import HdrHistogram
+
+        shape = HdrHistogram(1, 1_000_000, 2).layout
+        return processor_text({"percentile": np.empty(0), "value": np.empty(0), "count": np.empty(0)}, decimals=2,
+                               mean=0.0, stddev=0.0, max_value=0.0, total=0, value_scale=scale, csv=csv,
+                               buckets=(shape.bucket_count, shape.sub_bucket_count))
     if d.total_count == 0:
         return "# empty histogram: no samples\n"
     return processor_text(d.percentile_ladder(ticks_per_half), decimals=d.significant_figures,
