@@ -79,6 +79,68 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "order-statistic-coverage-off-by-one",
+        "the coverage of [X(j), X(k)] summed from K = j - 1 (P(j-1 <= K <= k-1)): every interval one rank too "
+        "narrow, r = 5 gets a 'median interval' at 95 %",
+        (("cov = cdf[k] - cdf[j]  # P(j <= K <= k - 1)", "cov = cdf[k] - cdf[j - 1]  # P(j <= K <= k - 1)"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "tost-on-the-95-interval",
+        "equivalence decided by the 95 % interval instead of the 90 % one (TOST at 2.5 % per side)",
+        (("    if low < ci90[0] and ci90[1] < high:", "    if low < ci95[0] and ci95[1] < high:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "different-on-the-90-interval",
+        "'different' decided by the 90 % interval instead of the 95 % one",
+        (("    if ci95[0] > high or ci95[1] < low:", "    if ci90[0] > high or ci90[1] < low:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "resolvability-bound-inverted",
+        "a percentile counted resolvable when N is at most (not at least) ln(alpha/2)/ln(p)",
+        (("return self.needed is not None and self.samples >= self.needed",
+          "return self.needed is not None and self.samples <= self.needed"),),
+        ("tests/analysis/test_resolvability.py",),
+    ),
+    Mutation(
+        "bootstrap-run-minimum-dropped",
+        "the bootstrap over runs computed from 2 runs per arm (3 runs look decisive)",
+        (("    if min(x.size, y.size) < min_runs:", "    if min(x.size, y.size) < 2:"),),
+        ("tests/analysis/test_bootstrap.py::test_refused_below_the_minimum_runs",
+         "tests/analysis/test_equivalence.py::test_three_runs_inconclusive_with_runs_needed"),
+    ),
+    Mutation(
+        "t-interval-without-normality-check",
+        "a t-interval whatever Shapiro-Wilk says",
+        (("    if not check.ok:", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "t-interval-outside-the-range",
+        "a t-interval kept when it leaves the statistic's range (a negative rate bound)",
+        (("    if not value_range.holds(lo, hi):", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "hist-prints-unresolvable-percentiles",
+        "benchbook hist prints every ladder row, also percentiles the sample count cannot resolve",
+        (("if not all_percentiles and 0.0 < level < 100.0 and not resolvable(level, total):",
+          "if False and not resolvable(level, total):"),),
+        ("tests/commands/test_hist.py::test_default_ladder_leaves_out_what_the_count_cannot_resolve",),
+    ),
+    Mutation(
+        "summaries-print-unresolvable-percentiles",
+        "latency/hist/merged summaries keep a number for a percentile the packet count cannot resolve",
+        (("        if v is None or r.ok:", "        if True:"),),
+        ("tests/commands/test_latency.py::test_exact_percentiles_beyond_the_in_memory_limit",),
+        hint="resolvability.py",
+    ),
+    Mutation(
         "deletion-without-tombstone",
         "a packet leaving the match table always empties its slot (never a tombstone): keys further along its "
         "probe run become unreachable and their post copies go unmatched",
