@@ -45,17 +45,17 @@ class RemoteTarget:
     ready_timeout_s: float = READY_TIMEOUT_S
 
     def host(self, log: CommandLog) -> SshHost:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         return Inventory.from_toml(self.inventory).ssh_host(self.role, log=log)
 
     def workdir(self) -> str:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         return Inventory.from_toml(self.inventory).role(self.role).workdir
 
     def describe(self) -> dict[str, Any]:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         inv = Inventory.from_toml(self.inventory)
         h = inv.role(self.role)

@@ -40,7 +40,8 @@ with whatever the run function writes there, its command log (commands.jsonl, cm
      "previous_attempts": [{"dir", "status", "reason", "started"}]}
 
 The record is written ("running") before the run function is called and rewritten when it returns; every file
-is written atomically (:mod:`benchbook.atomic_write`).
+is written atomically (:mod:`benchbook.atomic_write`). A record file that cannot be written (a full disk) does
+not stop the runs: the file is named in ``RepetitionSet.write_errors`` and the records stay in the result.
 
 **Validity.** A run is valid when it completed and no rule flags it. Built in: rule "completed" (a run that was
 not runnable or failed is invalid; its reason is kept). Each ``Rule`` is a name, a description and a check
@@ -156,6 +157,7 @@ class RepetitionSet:
     output_dir: Path
     summary: dict[str, Any]
     records: list[dict[str, Any]]            # in the order of the plan (position 1 first)
+    write_errors: list[str] = field(default_factory=list)   # record files that could not be written (a full disk)
 
     def runs(self, arm: str | None = None, valid: bool | None = True) -> list[dict[str, Any]]:
         """Records of one arm (or all), valid ones by default (``valid=None``: every record)."""
@@ -305,12 +307,21 @@ class _Runner:
         self.out, self.arms, self.plan, self.run_fn, self.rules, self.progress = out, arms, plan, run, rules, progress
         self.order = interleaved_order(list(arms), plan["repetitions"], plan["seed"])
         self.records: list[dict[str, Any] | None] = [_read_record(out / s["dir"]) for s in self.order]
+        self.write_errors: list[str] = []
 
     def write_summary(self) -> None:
         write_json_atomic(self.out / SUMMARY_FILE, _summary(self.plan, self.order, self.records))
         table = statistics_table([r for r in self.records if r is not None])
         with atomic_path(self.out / TABLE_FILE) as tmp:
             table.to_parquet(tmp, index=False)
+
+    def keep_going(self, write: Callable[[], None], what: str) -> None:
+        """Write a record file; when that fails (a full disk) the runs go on and the file is named in
+        ``write_errors`` (what was measured stays in memory and in the result)."""
+        try:
+            write()
+        except OSError as exc:
+            self.write_errors.append(f"{what}: [Errno {exc.errno}] {exc.strerror}")
 
     def say(self, text: str) -> None:
         if self.progress is not None:
@@ -350,7 +361,7 @@ class _Runner:
             "started": _now(), "ended": None, "duration_s": None,
             "owner": {"host": socket.gethostname(), "pid": os.getpid()}, "statistics": [], "metrics": {},
             "capabilities": [], "previous_attempts": previous}
-        _write_record(run_dir, rec)
+        self.keep_going(lambda: _write_record(run_dir, rec), str(run_dir / RECORD_FILE))
         self.records[i] = rec
         gone = self.not_runnable_before(i)
         ctx = RunContext(slot["arm"], self.arms[slot["arm"]], slot["repetition"], slot["round"], slot["position"],
@@ -390,8 +401,9 @@ class _Runner:
         rec["valid"] = rec["status"] == "complete" and not rec["invalid_by"]
         rec = json.loads(json.dumps(rec, default=str))
         self.records[i] = rec
-        _write_record(self.out / self.order[i]["dir"], rec)
-        self.write_summary()
+        run_dir = self.out / self.order[i]["dir"]
+        self.keep_going(lambda: _write_record(run_dir, rec), str(run_dir / RECORD_FILE))
+        self.keep_going(self.write_summary, f"{self.out / SUMMARY_FILE} or {self.out / TABLE_FILE}")
         verdict = rec["status"] + ("" if rec["valid"] or rec["status"] != "complete"
                                    else f", invalid: {'; '.join(x['reason'] for x in rec['invalid_by'])}")
         if rec["status"] in ("not runnable", "failed"):
@@ -449,7 +461,7 @@ def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions
                        f"of {repetitions} (round {slot['round']})")
             runner.run_slot(i)
         records = [r for r in runner.records if r is not None]
-        result = RepetitionSet(out, _summary(plan, runner.order, runner.records), records)
+        result = RepetitionSet(out, _summary(plan, runner.order, runner.records), records, runner.write_errors)
     failed = [r for r in records if r["status"] == "failed"]
     if failed:
         raise RunsFailed(f"{len(failed)} of {len(records)} runs failed (each record keeps its traceback; the other "

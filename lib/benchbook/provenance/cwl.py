@@ -289,6 +289,8 @@ def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "ticks_per_half": _input("int?", "percentile ticks per half distance (default 5)",
                                      prefix="--ticks-per-half", position=2),
             "csv": _flag("--csv", "percentile distribution as CSV"),
+            "all_percentiles": _flag("--all-percentiles", "every percentile row, also those the sample count "
+                                     "cannot resolve, as HistogramLogProcessor prints them"),
             "merged_dir": _input("string?", "write merged.hlog and merged.json into this directory (. for the "
                                  "output directory) instead of printing a distribution", prefix="--merged-dir",
                                  position=2),

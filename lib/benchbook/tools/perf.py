@@ -125,5 +125,9 @@ def start_perf_stat(host: Host, pid: int, window_s: float, *,
     """Start perf stat on pid (runs in the background for window_s; finish() collects)."""
     if isinstance(host, LocalHost) and shutil.which("perf") is None:
         raise PerfError("perf not installed (Debian linux-perf)")
-    argv = build_argv(pid, window_s, events=events, repeats=repeats)
+    return start_argv(host, build_argv(pid, window_s, events=events, repeats=repeats))
+
+
+def start_argv(host: Host, argv: list[str]) -> PerfRun:
+    """Start a perf stat command line (from build_argv) on ``host``; finish() collects its counters."""
     return PerfRun(argv=argv, command=host.start(argv, what="perf stat"))
