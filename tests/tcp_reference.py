@@ -161,6 +161,15 @@ class Direction:
         return new
 
 
+def counts(d: Direction) -> dict[str, int]:
+    """One direction's counters under the flow-table column names (orig_/resp_ without the prefix)."""
+    return {"packets": d.packets, "wire_bytes": d.wire, "payload_bytes": d.payload, "unique_bytes": d.unique,
+            "retransmissions_zeek": d.rx_zeek, "retransmissions_wireshark": d.rx_wireshark,
+            "out_of_order_wireshark": d.ooo_wireshark, "retransmissions_tcptrace": d.rx_tcptrace,
+            "out_of_order_tcptrace": d.ooo_tcptrace, "syn_retransmissions": d.syn_rx,
+            "fin_retransmissions": d.fin_rx, "keepalives": d.keepalive, "zero_window_probes": d.zwp}
+
+
 def wireshark_class(d: Direction, peer: Direction, pos: int, plen: int, synfin: int, ts: int, thr: int) -> str:
     """"rx", "ooo" or "" as tcp_analyze_sequence_number flags the segment (keep-alives and probes excluded)."""
     not_adv = d.nxt is not None and pos < d.nxt and not (plen > 1 and pos == d.nxt - 1)

@@ -195,15 +195,6 @@ def test_data_ack_rtt_is_the_ack_delay(synth, tmp_path: Path) -> None:
     assert set(da["direction"]) == {"orig"}
 
 
-def reference_counts(d: tcp_reference.Direction) -> dict[str, int]:
-    """One direction's counters in the plain reference, under the flow-table column names."""
-    return {"packets": d.packets, "wire_bytes": d.wire, "payload_bytes": d.payload, "unique_bytes": d.unique,
-            "retransmissions_zeek": d.rx_zeek, "retransmissions_wireshark": d.rx_wireshark,
-            "out_of_order_wireshark": d.ooo_wireshark, "retransmissions_tcptrace": d.rx_tcptrace,
-            "out_of_order_tcptrace": d.ooo_tcptrace, "syn_retransmissions": d.syn_rx,
-            "fin_retransmissions": d.fin_rx, "keepalives": d.keepalive, "zero_window_probes": d.zwp}
-
-
 def test_kernel_matches_reference(synth, zeek: Path) -> None:
     """Counters and per-bin payload/goodput of the numba pass equal the plain-Python reference."""
     path, _ = synth
@@ -220,7 +211,7 @@ def test_kernel_matches_reference(synth, zeek: Path) -> None:
         for (src, sport, dst, dport), dirs in ref.items():
             r = rows[(key(src), sport, key(dst), dport)]
             for prefix, d in zip(("orig_", "resp_"), dirs, strict=True):
-                want = reference_counts(d)
+                want = tcp_reference.counts(d)
                 got = {k: getattr(r, prefix + k) for k in want}
                 assert got == want, (trace, prefix)
         from benchbook.analysis.tcp_intervals import interval_table
