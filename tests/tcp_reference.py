@@ -226,13 +226,12 @@ def analyse(paths, bin_ns: int = 100_000_000) -> dict:
             if plen > 0:
                 d.payload += plen
                 d.bins[(ts - t0) // bin_ns][0] += plen
-            if keepalive:
-                d.keepalive += 1
-            elif zwp:
+            d.keepalive += keepalive
+            if zwp:
                 d.zwp += 1
             elif plen > 0 or synfin:
                 thr = times[1] if times[1] and times[1] > 0 else 3_000_000
-                ws = wireshark_class(d, peer, pos, plen, synfin, ts, thr)
+                ws = "" if keepalive else wireshark_class(d, peer, pos, plen, synfin, ts, thr)
                 d.rx_wireshark += ws == "rx"
                 d.ooo_wireshark += ws == "ooo"
                 syn_rx = bool(flags & SYN) and d.syn_pos == pos

@@ -439,14 +439,16 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
             st[f, d, B_PAY] += plen
         if keepalive:
             st[f, d, S_KEEPALIVE] += 1
-        elif zwp:
+        if zwp:
             st[f, d, S_ZWP] += 1
         elif plen > 0 or synfin:
             high = st[f, d, S_HIGH]
             thr = tr.DEFAULT_OOO_THRESHOLD_NS if fl[f, FL_WS_RTT] <= 0 else fl[f, FL_WS_RTT]
-            # S_PACK, S_DUPACKS of direction d: what the peer's ACKs said about d's data
-            ws = tr.wireshark_bits(pos, plen, synfin, nxt, nxt_ok, st[f, d, S_NXT_TS], t, st[f, d, S_PACK],
-                                   st[f, d, S_PACK_OK] != 0, st[f, d, S_DUPACKS], st[f, od, S_LAST_TS], thr)
+            # S_PACK, S_DUPACKS of direction d: what the peer's ACKs said about d's data; Wireshark does not
+            # classify a keep-alive (Zeek and tcptrace go by its byte)
+            ws = 0 if keepalive else tr.wireshark_bits(
+                pos, plen, synfin, nxt, nxt_ok, st[f, d, S_NXT_TS], t, st[f, d, S_PACK], st[f, d, S_PACK_OK] != 0,
+                st[f, d, S_DUPACKS], st[f, od, S_LAST_TS], thr)
             syn_rx = (flags & tp.SYN) != 0 and st[f, d, S_SYN_SEEN] != 0 and pos == st[f, d, S_SYN_POS]
             fin_rx = (flags & tp.FIN) != 0 and st[f, d, S_FIN_SEEN] != 0 and seg_end <= st[f, d, S_FIN_POS]
             bits = 0

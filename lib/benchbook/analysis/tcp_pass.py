@@ -94,7 +94,8 @@ def flow_notes(files: list[str], fl: np.ndarray, st: np.ndarray) -> list[str]:
     probed = np.flatnonzero((ka + zwp) > 0)
     if probed.size:
         notes.append(f"{int(ka.sum())} keep-alive and {int(zwp.sum())} zero-window-probe segment(s) counted apart "
-                     f"(never retransmissions or out of order); the first flow with one: {where(int(probed[0]))}")
+                     f"(keep-alives: never classified under wireshark; a 1-byte one repeating a byte is a "
+                     f"retransmission under zeek and tcptrace); the first flow with one: {where(int(probed[0]))}")
     isn = st[:, :, tf.S_ISN]
     wraps = np.flatnonzero((((isn + st[:, :, tf.S_HIGH] >= 1 << 32) | (isn + st[:, :, tf.S_LOW] < 0))
                             & (st[:, :, tf.S_INIT] > 0)).any(axis=1))

@@ -7,10 +7,12 @@ and tcptrace's modular comparisons do). Two "highest" positions are kept per dir
 the highest payload byte seen (Zeek's last sequence number, tcptrace's highest byte), and ``nxt``, Wireshark's
 ``nextseq``: the highest ``seq + payload + (1 for SYN or FIN)`` of any segment but a zero-window probe.
 
-Keep-alives (at most 1 payload byte at ``nxt - 1``, no SYN/FIN/RST) are counted apart and are never
-retransmissions or out of order under any rule; zero-window probes (1 byte at ``nxt`` while the peer's last
-advertised window field is 0) are counted apart as well, do not advance ``nxt`` and are not recorded as seen
-bytes (tcptrace's probe rule: the byte counts when it is sent again).
+Keep-alives (at most 1 payload byte at ``nxt - 1``, no SYN/FIN/RST, as Wireshark flags them) are counted
+apart; Wireshark never classifies them, while Zeek and tcptrace go by their byte, so under ``zeek`` and
+``tcptrace`` a 1-byte keep-alive repeating a byte seen before is a retransmission (a lost 1-byte message sent
+again looks the same). Zero-window probes (1 byte at ``nxt`` while the peer's last advertised window field is
+0) are counted apart, never classified, do not advance ``nxt`` and are not recorded as seen bytes (tcptrace's
+probe rule: the byte counts when it is sent again).
 
 Control segments: a SYN (or SYN-ACK) repeating the sequence number of an earlier SYN of the direction is a
 SYN retransmission; a FIN whose FIN position was reached by an earlier FIN of the direction is a FIN
