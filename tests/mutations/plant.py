@@ -149,6 +149,26 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "midflow-below-first-not-new",
+        "a direction whose start was not captured keeps its coverage from its first segment only: payload below it "
+        "counts as seen before (tcptrace: new and out of order)",
+        (("if st[f, d, S_START_SEEN] == 0 and seg_start < low:", "if False and seg_start < low:"),),
+        ("tests/analysis/test_tcp_corpus.py::test_midflow_excerpt_counts_bytes_below_the_first_segment_as_new",),
+    ),
+    Mutation(
+        "syn-retransmission-not-counted",
+        "a SYN repeating the direction's SYN sequence number is not a SYN retransmission (nor in tcptrace's total)",
+        (("syn_rx = (flags & tp.SYN) != 0 and st[f, d, S_SYN_SEEN] != 0",
+          "syn_rx = False and st[f, d, S_SYN_SEEN] != 0"),),
+        ("tests/analysis/test_tcp_corpus.py::test_syn_and_synack_retransmissions_as_tshark_and_tcptrace_count_them",),
+    ),
+    Mutation(
+        "fin-retransmission-outside-total",
+        "retransmitted SYNs and FINs are counted in their columns but left out of the tcptrace rule's total",
+        (("            if syn_rx or fin_rx:\n                bits |= tr.RX_TT\n", ""),),
+        ("tests/analysis/test_tcp_corpus.py::test_fin_retransmissions_as_tshark_and_tcptrace_count_them",),
+    ),
+    Mutation(
         "teardown-skipped-after-failure",
         "a plan's teardown steps run only when every step succeeded: a failed measurement leaves its namespaces, "
         "cgroups and host settings behind",
