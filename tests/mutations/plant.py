@@ -260,6 +260,22 @@ MUTATIONS = (
           "                    raise HistInputError(f\"{p}: no interval histogram selected of"),),
         ("tests/commands/test_hist_corpus.py::test_nothing_selected_prints_the_empty_distribution_and_says_why",),
     ),
+    Mutation(
+        "interactive-run-beside-notebook",
+        "a notebook run by hand (no output_dir) writes into its working directory, its paper folder, instead of "
+        "the interactive run's directory under data/runs",
+        (("        output_dir = run.run_dir\n", "        output_dir = Path.cwd()\n"),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="notebook_entry.py",
+    ),
+    Mutation(
+        "interactive-failed-cell-unrecorded",
+        "an interactive run's record ignores a cell that raised: it stays running (or complete) without the error",
+        (("        elif error is not None:\n            self.status = \"failed\"",
+          "        elif False:\n            self.status = \"failed\""),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="interactive.py",
+    ),
 )
 
 
