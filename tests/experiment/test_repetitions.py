@@ -28,6 +28,7 @@ from benchbook.experiment.repetitions import (
     RunContext,
     RunsFailed,
     Statistic,
+    base_arm,
     run_repetitions,
 )
 from benchbook.filelock import FileLock, LockBusy
@@ -201,6 +202,9 @@ def test_an_aa_calibration_runs_one_arm_as_two_interleaved_arms(tmp_path: Path) 
         run_repetitions(tmp_path, ARMS, 3, Recorder(), progress=None, calibrate="c")
     with pytest.raises(ValueError, match="calibrate: no arm 'z' in this plan"):
         run_repetitions(tmp_path / "other", ARMS, 3, Recorder(), progress=None, calibrate=["z"])
+    first = Recorder()
+    run_repetitions(tmp_path / "first", ARMS, 2, first, seed=5, progress=None, calibrate=True)
+    assert first.calls == expected_order(["a", "a@aa"], 2, 5) and base_arm("a@aa") == "a" == base_arm("a")
 
 
 class ConfigRecorder(Recorder):

@@ -32,10 +32,11 @@ so the order of R rounds is the start of the order of any R' > R rounds. Calling
 directory holds are refused (:class:`PlanMismatch`). ``benchbook reproduce --until-decisive`` extends a run this
 way, look by look (docs/statistics.md, "Repeating until decisive").
 
-**A/A calibration.** ``calibrate=("x",)`` runs arm x's configuration as two arms, ``x`` and ``x@aa``
-(``AA_SUFFIX``), interleaved like any two arms, and no other arm: one configuration against itself, the noise
-floor of the testbed (``benchbook calibrate``; statistics-rules V7). The plan records it
-(``"calibration": {"x@aa": "x"}``); a paper module passes its notebook's ``calibrate`` parameter here.
+**A/A calibration.** ``calibrate="x"`` (or a list of arms; ``True``: the first arm) runs arm x's configuration
+as two arms, ``x`` and ``x@aa`` (``AA_SUFFIX``), interleaved like any two arms, and no other arm: one
+configuration against itself, the noise floor of the testbed (``benchbook calibrate``; statistics-rules V7).
+The plan records it (``"calibration": {"x@aa": "x"}``); a paper module passes its notebook's ``calibrate``
+parameter here, and :func:`base_arm` names the arm a run's configuration belongs to.
 
 **Files.** ``output_dir/repetitions.json`` holds the plan (arms with their configuration as JSON, repetitions,
 seed, how the order was drawn, the validity rules), the full order, one line per run and the counts; it is
@@ -234,6 +235,23 @@ def interleaved_order(arms: Sequence[str], repetitions: int, seed: int) -> list[
             order.append({"position": len(order) + 1, "round": rnd, "arm": arms[int(i)], "repetition": rnd,
                           "dir": f"raw/{arms[int(i)]}/rep{rnd}"})
     return order
+
+
+Calibrate = Sequence[str] | str | bool | None
+
+
+def calibrated(arms: Mapping[str, Any], calibrate: Calibrate) -> list[str]:
+    """The arms ``calibrate`` names: None/False/"" none, True the first arm, a name that arm, a list those."""
+    if calibrate is None or calibrate is False or calibrate == "":
+        return []
+    if calibrate is True:
+        return list(arms)[:1]
+    return [calibrate] if isinstance(calibrate, str) else [str(a) for a in calibrate]
+
+
+def base_arm(arm: str) -> str:
+    """The arm whose configuration ``arm`` runs: itself, or for an A/A copy ``x@aa`` the arm x."""
+    return arm.removesuffix(AA_SUFFIX)
 
 
 def calibration_arms(arms: Mapping[str, Any], calibrate: Sequence[str]) -> dict[str, Any]:
@@ -462,12 +480,12 @@ class _Runner:
 def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions: int, run: RunFunction, *,
                     seed: int | None = None, rules: Sequence[Rule] = (),
                     progress: Callable[[str], None] | None = print,
-                    calibrate: Sequence[str] | str = ()) -> RepetitionSet:
+                    calibrate: Calibrate = None) -> RepetitionSet:
     """Run every arm ``repetitions`` times in the seeded interleaved order, or finish or extend doing so (see
     the module docstring). ``arms``: name -> configuration (recorded as JSON, handed to ``run`` as
     ``ctx.config``); names are directory names. ``calibrate``: arms to run A/A (each beside its copy
-    ``<arm>@aa``) instead of the plan's arms."""
-    copied = [calibrate] if isinstance(calibrate, str) else list(calibrate)
+    ``<arm>@aa``) instead of the plan's arms (see :func:`calibrated`)."""
+    copied = calibrated(arms, calibrate)
     calibration = {name + AA_SUFFIX: name for name in copied}
     arms = calibration_arms(arms, copied)
     if not arms:
@@ -525,5 +543,6 @@ def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions
     return result
 
 
-__all__ = ["AA_SUFFIX", "PlanMismatch", "RepetitionSet", "RunContext", "RunFunction", "Rule", "RunsFailed",
-           "Statistic", "calibration_arms", "interleaved_order", "run_repetitions", "statistics_table"]
+__all__ = ["AA_SUFFIX", "Calibrate", "PlanMismatch", "RepetitionSet", "RunContext", "RunFunction", "Rule",
+           "RunsFailed", "Statistic", "base_arm", "calibrated", "calibration_arms", "interleaved_order",
+           "run_repetitions", "statistics_table"]
