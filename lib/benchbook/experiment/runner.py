@@ -406,8 +406,10 @@ def continue_run(run_dir: Path, parameters: dict[str, Any], kernel_name: str = "
         result = _execute(notebook, params, run_dir, record, started - previous_s, kernel_name, None)
     finally:
         last = record["executions"][-1]
+        took = (record["duration_s"] - previous_s if record["duration_s"] is not None
+                else time.monotonic() - started)
         last.update(end=record["end"] or now_iso(), status=record["status"], error=record["error"],
-                    duration_s=round(time.monotonic() - started, 3))
+                    duration_s=round(max(0.0, took), 3))
         if record["status"] == "running":  # interrupted before end_record wrote the status
             record["status"] = last["status"] = "interrupted"
         write_record(run_dir, record)
