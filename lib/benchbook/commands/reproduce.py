@@ -343,30 +343,13 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_CODES.get(worst, EXIT_FAILED))
 
 
-def _runs_in_plan(entry) -> int | None:
-    """The runs per arm the entry's plan asks for: its [parameters] repetitions, else the notebook's default."""
-    import ast
-
-    from benchbook.reproduce.notebook_params import notebook_parameters
-
-    if "repetitions" in entry.parameters:
-        return int(entry.parameters["repetitions"])
-    for p in notebook_parameters(entry.notebook_path) if entry.notebook_path.is_file() else []:
-        if p.name == "repetitions":
-            try:
-                return int(ast.literal_eval(p.default))
-            except (ValueError, SyntaxError, TypeError):
-                return None
-    return None
-
-
 def _until_decisive(entry, runs_dir, overrides, max_runs, budget, console, progress):
     """`reproduce ID --until-decisive`: the plan of looks, the looks, the verdict table, how it stopped."""
-    from benchbook.reproduce.run import refuse_runs, reproduce_until_decisive
+    from benchbook.reproduce.run import planned_runs, refuse_runs, reproduce_until_decisive
     from benchbook.reproduce.sequential import duration_text, look_plan, parse_duration
 
     refuse_runs(entry, "--until-decisive")
-    first = overrides.pop("repetitions", None) or _runs_in_plan(entry) or 1
+    first = overrides.pop("repetitions", None) or planned_runs(entry) or 1
     plan = look_plan(int(first), max_runs, budget_s=parse_duration(budget) if budget else None)
     console.print(f"until decisive: looks after {', '.join(map(str, plan.runs))} runs per arm, each judged at "
                   f"alpha = {plan.alpha:g} / {plan.looks} = {plan.alpha_per_look:.4g} (Bonferroni over the planned "

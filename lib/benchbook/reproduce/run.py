@@ -18,6 +18,7 @@ the ``progress`` callback as a Progress; results go to ``on_result`` as each ent
 
 from __future__ import annotations
 
+import ast
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +34,7 @@ from benchbook.experiment.runner import continue_run, new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
 from benchbook.reproduce.capabilities import entry_blockers
 from benchbook.reproduce.datasets import DatasetError, verify_dataset
-from benchbook.reproduce.notebook_params import prepare_parameters
+from benchbook.reproduce.notebook_params import notebook_parameters, prepare_parameters
 from benchbook.reproduce.outputs import DRY_RUN_FILE
 from benchbook.reproduce.registry import FigureEntry
 from benchbook.reproduce.sequential import LookPlan, alpha_mismatch, duration_text, needed_runs, undecided
@@ -230,6 +231,23 @@ def refuse_runs(entry: FigureEntry, option: str) -> None:
         raise NotMeasured(f"{option} applies to measured entries; {entry.id} is a published-data entry (a "
                           f"deterministic re-analysis of the paper's data, judged by exact print rules): it has no "
                           f"runs to repeat")
+
+
+def planned_runs(entry: FigureEntry) -> int | None:
+    """The runs per arm of the entry's plan: its [parameters] repetitions, else its notebook's default (None when
+    the notebook has no literal default)."""
+    if "repetitions" in entry.parameters:
+        return int(entry.parameters["repetitions"])
+    if not entry.notebook_path.is_file():
+        return None
+    for p in notebook_parameters(entry.notebook_path):
+        if p.name == "repetitions":
+            try:
+                value = ast.literal_eval(p.default)
+            except (ValueError, SyntaxError):
+                return None
+            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
 
 
 def continue_entry(entry: FigureEntry, run_dir: Path, overrides: Mapping[str, Any] | None = None,
