@@ -450,6 +450,8 @@ class _AllReport:
         """An entry ended: its line (and with -v its verdict table); an inconclusive one's plan."""
         import time
 
+        from rich.text import Text
+
         from benchbook.reproduce.progress import outcome_line, plan_line
         from benchbook.reproduce.sequential import duration_text
 
@@ -459,9 +461,9 @@ class _AllReport:
         took = _recorded_duration(res.run_dir)
         if took is None and res.id in self.started:
             took = time.monotonic() - self.started[res.id]
-        style = _STYLES.get(res.outcome, "bold")
-        self.console.print(f"{self._head(res.id)} … {duration_text(took) if took is not None else '-'}: "
-                           f"[{style}]{outcome_line(res)}[/]", highlight=False)
+        head = f"{self._head(res.id)} … {duration_text(took) if took is not None else '-'}: "
+        self.console.print(Text.assemble(head, (outcome_line(res), _STYLES.get(res.outcome, "bold"))),
+                           highlight=False, soft_wrap=True)
         if res.outcome in ("inconclusive", "partial", "mismatch") and (plan := plan_line(res)):
             self.console.print(f"    {plan}", highlight=False, markup=False, soft_wrap=True)
         if res.outcome == "failed" and res.run_dir is not None:
