@@ -23,6 +23,7 @@ from benchbook.reproduce.sequential import (
     LookPlan,
     SequentialError,
     alpha_mismatch,
+    judged_items,
     look_plan,
     look_schedule,
     parse_duration,
@@ -85,6 +86,9 @@ def test_undecided_items_and_the_alpha_they_were_judged_at() -> None:
     assert "judged at 0.025, not at this look's alpha / K = 0.0125" in alpha_mismatch(verdict, 0.0125)
     del verdict["claims"][1]["alpha"]
     assert "the sequential rule would not hold" in alpha_mismatch(verdict, 0.025)
+    assert [x.get("name") or x.get("id") for x in judged_items(verdict)] == ["a", "b", "k", "h"]
+    legacy = {"rows": [{"name": "a", "status": "match"}, {"name": "b", "status": "info", "kind": "measured"}]}
+    assert judged_items(legacy) == [] and alpha_mismatch(legacy, 0.01) is None
 
 
 def _sequential_false_decisions(alpha_per_look: float, schedule: tuple[int, ...], trials: int,

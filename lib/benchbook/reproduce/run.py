@@ -37,7 +37,14 @@ from benchbook.reproduce.datasets import DatasetError, verify_dataset
 from benchbook.reproduce.notebook_params import notebook_parameters, prepare_parameters
 from benchbook.reproduce.outputs import DRY_RUN_FILE
 from benchbook.reproduce.registry import FigureEntry
-from benchbook.reproduce.sequential import LookPlan, alpha_mismatch, duration_text, needed_runs, undecided
+from benchbook.reproduce.sequential import (
+    LookPlan,
+    alpha_mismatch,
+    duration_text,
+    judged_items,
+    needed_runs,
+    undecided,
+)
 from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
 
@@ -331,6 +338,10 @@ def reproduce_until_decisive(entry: FigureEntry, plan: LookPlan, runs_dir: Path 
         status = _run_status(result.run_dir)
         if status != "complete" or verdict is None:
             stopped = f"look {k} did not complete ({result.outcome}: {result.detail})"
+            break
+        if not judged_items(verdict):
+            stopped = (f"look {k}: the verdict judges no row or claim across runs (no measured rows, no claims): "
+                       "more runs have nothing to decide")
             break
         if (why := alpha_mismatch(verdict, plan.alpha_per_look)) is not None:
             stopped = why

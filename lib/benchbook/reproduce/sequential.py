@@ -137,17 +137,21 @@ def undecided(verdict: Mapping[str, Any]) -> list[Undecided]:
     return out
 
 
+def judged_items(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The rows judged across runs (kind "measured", not info) and the claims of a verdict.json."""
+    return [*(r for r in verdict.get("rows", []) if r.get("kind") == "measured" and r.get("status") != "info"),
+            *verdict.get("claims", [])]
+
+
 def judged_alphas(verdict: Mapping[str, Any]) -> set[float]:
     """The alphas the judged rows and claims of a verdict.json carry (rows judged across runs, claims)."""
-    items: Sequence[Mapping[str, Any]] = [*(r for r in verdict.get("rows", []) if r.get("kind") == "measured"),
-                                          *verdict.get("claims", [])]
-    return {float(x["alpha"]) for x in items if isinstance(x.get("alpha"), (int, float))}
+    return {float(x["alpha"]) for x in judged_items(verdict) if isinstance(x.get("alpha"), (int, float))}
 
 
 def alpha_mismatch(verdict: Mapping[str, Any], alpha: float) -> str | None:
     """Why the verdict was not judged at the look's ``alpha`` (None when every judged item carries it): then the
     sequential rule does not hold and no further look may be taken."""
-    judged = [r for r in verdict.get("rows", []) if r.get("kind") == "measured"] + list(verdict.get("claims", []))
+    judged = judged_items(verdict)
     if not judged:
         return None
     found = judged_alphas(verdict)
@@ -166,4 +170,4 @@ def needed_runs(items: Sequence[Undecided]) -> int | None:
 
 
 __all__ = ["DEFAULT_GROWTH", "RULE", "LookPlan", "SequentialError", "Undecided", "alpha_mismatch", "duration_text",
-           "judged_alphas", "look_plan", "look_schedule", "needed_runs", "parse_duration", "undecided"]
+           "judged_alphas", "judged_items", "look_plan", "look_schedule", "needed_runs", "parse_duration", "undecided"]
