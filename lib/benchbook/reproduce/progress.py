@@ -10,7 +10,6 @@ and the runs a decisive answer would need.
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from benchbook.experiment.record import RECORD_NAME, iter_run_dirs
 from benchbook.experiment.repetitions import SUMMARY_FILE
 from benchbook.reproduce.registry import FigureEntry
-from benchbook.reproduce.run import EntryResult
+from benchbook.reproduce.run import EntryResult, read_json_object
 from benchbook.reproduce.sequential import duration_text, needed_runs, undecided
 from benchbook.reproduce.verdict import VERDICT_FILE
 
@@ -28,21 +27,13 @@ DEFAULT_DURATION_S = {"published-data": 30.0, "measured": 120.0}
 RECENT_RUNS = 3   # the estimate is the median duration of this many latest comparable runs
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def expected_duration_s(entry: FigureEntry, runs_dir: Path) -> tuple[float, str]:
     """How long reproducing ``entry`` is expected to take: the median ``duration_s`` of its latest complete runs
     under ``runs_dir/<entry>/`` that ran once with the entry's plan (not extended by --until-decisive, not a
     calibration, not a dry run), else DEFAULT_DURATION_S by mode; with the words saying which."""
     durations = []
     for run_dir in reversed(list(iter_run_dirs(Path(runs_dir) / entry.id))):   # newest first (ids start with time)
-        rec = _read(run_dir / RECORD_NAME)
+        rec = read_json_object(run_dir / RECORD_NAME)
         if rec is None or rec.get("status") != "complete" or not isinstance(rec.get("duration_s"), (int, float)):
             continue
         params = rec.get("parameters") or {}
@@ -58,7 +49,7 @@ def expected_duration_s(entry: FigureEntry, runs_dir: Path) -> tuple[float, str]
 
 
 def _verdict(result: EntryResult) -> dict[str, Any] | None:
-    return _read(result.run_dir / VERDICT_FILE) if result.run_dir is not None else None
+    return read_json_object(result.run_dir / VERDICT_FILE) if result.run_dir is not None else None
 
 
 def outcome_line(result: EntryResult) -> str:
@@ -83,12 +74,12 @@ def plan_line(result: EntryResult) -> str | None:
     inconclusive that more runs could decide, the most runs per arm its rows and claims name."""
     if result.run_dir is None:
         return None
-    summary = _read(result.run_dir / SUMMARY_FILE)
+    summary = read_json_object(result.run_dir / SUMMARY_FILE)
     if summary is None:
         return None
     plan = summary.get("plan", {})
     arms = len(plan.get("arms", {}))
-    record = _read(result.run_dir / RECORD_NAME) or {}
+    record = read_json_object(result.run_dir / RECORD_NAME) or {}
     took = record.get("duration_s")
     text = (f"plan: {plan.get('repetitions')} runs per arm ({arms} arm{'s' * (arms != 1)}, "
             f"{summary.get('counts', {}).get('valid', '?')} valid runs)"

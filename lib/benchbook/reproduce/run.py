@@ -274,7 +274,9 @@ def continue_entry(entry: FigureEntry, run_dir: Path, overrides: Mapping[str, An
     return judge_run(entry, result, run.run_dir, run.status, run.error)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or None when it is missing, unreadable or not an object (a run's optional
+    files: verdict.json, repetitions.json)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -319,7 +321,7 @@ def reproduce_until_decisive(entry: FigureEntry, plan: LookPlan, runs_dir: Path 
                            f"more, {duration_text(max(0.0, plan.budget_s - elapsed))} of the budget "
                            f"{duration_text(plan.budget_s)} remain")
                 break
-            summary = _read_json(result.run_dir / SUMMARY_FILE) or {}
+            summary = read_json_object(result.run_dir / SUMMARY_FILE) or {}
             seed = summary.get("plan", {}).get("seed")
             if isinstance(seed, int):
                 params["seed"] = seed   # the seed the first look drew: the order stays that seeded interleaving
@@ -330,7 +332,7 @@ def reproduce_until_decisive(entry: FigureEntry, plan: LookPlan, runs_dir: Path 
             result = reproduce_entry(entry, runs_dir, params, progress=progress)
         else:
             result = continue_entry(entry, result.run_dir, params, progress)
-        verdict = _read_json(result.run_dir / VERDICT_FILE) if result.run_dir is not None else None
+        verdict = read_json_object(result.run_dir / VERDICT_FILE) if result.run_dir is not None else None
         items = undecided(verdict) if verdict is not None else []
         looks.append({"look": k, "runs_per_arm": runs, "alpha": plan.alpha_per_look,
                       "duration_s": round(time.monotonic() - started, 3), "outcome": result.outcome,
