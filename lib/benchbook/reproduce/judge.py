@@ -142,16 +142,18 @@ class PerRun:
 class RunStatistics:
     """A run directory's run-statistics.parquet (valid runs only) and repetitions.json (the plan)."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, table: pd.DataFrame | None = None,
+                 summary: dict[str, Any] | None = None) -> None:
+        """Read ``directory``; or, given ``table`` (the runner's columns) and ``summary``, use those."""
         self.directory = Path(directory)
-        table_path, summary_path = self.directory / TABLE_FILE, self.directory / SUMMARY_FILE
-        self.table: pd.DataFrame | None = None
-        self.summary: dict[str, Any] | None = None
-        if summary_path.is_file():
-            self.summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        if table_path.is_file():
-            table = pd.read_parquet(table_path)
-            self.table = table[table["valid"].astype(bool)]
+        if table is None and summary is None:
+            table_path, summary_path = self.directory / TABLE_FILE, self.directory / SUMMARY_FILE
+            if summary_path.is_file():
+                summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            if table_path.is_file():
+                table = pd.read_parquet(table_path)
+        self.summary = summary
+        self.table = None if table is None else table[table["valid"].astype(bool)]
 
     @property
     def plan(self) -> dict[str, Any] | None:

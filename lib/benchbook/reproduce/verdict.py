@@ -476,8 +476,6 @@ def _row_note(r: VerdictRow) -> str:
     if r.status in JUDGED_STATUSES and r.margin:
         parts.append(f"margin {r.margin['text']} from {', '.join(r.margin.get('sources', []))}"
                      + (f": {r.margin['note']}" if r.margin.get("note") else ""))
-    if r.runs_needed:
-        parts.append(f"runs needed: about {r.runs_needed}")
     parts.append(r.note)
     return "; ".join(p for p in parts if p)
 
