@@ -358,8 +358,10 @@ class FigureEntry:
 
     @property
     def measured(self) -> bool:
-        """Judged across runs against declared margins (a measured mode, not marked legacy_tolerances)."""
-        return self.mode != "published-data" and not self.legacy_tolerances
+        """Judged across runs against declared margins: a measured mode, not marked legacy_tolerances, with
+        [[published]] values or [[claims]] to judge (a measured-mode entry with neither, such as a check against
+        a generator's known truth, writes exact rows as published-data entries do)."""
+        return self.mode != "published-data" and not self.legacy_tolerances and bool(self.published or self.claims)
 
     @property
     def folder(self) -> Path:

@@ -26,6 +26,10 @@ principal claim holds, ``mismatch`` if one fails, ``not derivable`` if one canno
 mismatch, else ``not derivable`` if any is not derivable or missing, else ``figure redrawn`` when none was
 compared, else ``reproduced``.
 
+A measured-mode entry that is not judged across runs (marked legacy_tolerances until its values are re-stated as
+margins, or declaring no values at all, e.g. counts checked against a generator's known truth) has kind
+``exact-measured`` and the published-data rules.
+
 ``failed`` (the notebook did not complete or wrote no verdict) is set by ``benchbook reproduce``.
 verdict.json has schema ``benchbook.verdict/2``; ``Verdict.load`` also reads ``/1`` files ("figure only" rows
 read as "figure redrawn"; their kind is published-data).
@@ -76,7 +80,9 @@ from benchbook.reproduce.verdict_rows import (
 VERDICT_FILE = "verdict.json"
 SCHEMA = "benchbook.verdict/2"
 SCHEMAS = ("benchbook.verdict/1", SCHEMA)   # readable
-PUBLISHED_DATA, MEASURED, LEGACY = "published-data", "measured", "legacy-measured"
+# kinds: exact print rules (published data), judged across runs, or a measured-mode entry under exact rules (marked
+# legacy_tolerances, or declaring no values: e.g. counts checked against a generator's known truth)
+PUBLISHED_DATA, MEASURED, EXACT_MEASURED = "published-data", "measured", "exact-measured"
 _STYLES = {MATCH: "green", REPRODUCED: "green", MISMATCH: "bold red", NOT_DERIVABLE: "yellow",
            INCONCLUSIVE: "magenta", NOT_COMPARABLE: "yellow", FIGURE_REDRAWN: "cyan", INFO: "dim",
            HOLDS: "green", FAILS: "bold red"}
@@ -106,7 +112,7 @@ class Verdict:
     # -- building -------------------------------------------------------------------------------
     @classmethod
     def for_entry(cls, entry: FigureEntry) -> Verdict:
-        kind = MEASURED if entry.measured else LEGACY if entry.legacy_tolerances else PUBLISHED_DATA
+        kind = MEASURED if entry.measured else PUBLISHED_DATA if entry.mode == "published-data" else EXACT_MEASURED
         v = cls(figure_id=entry.id, title=entry.title, citation=entry.citation, entry=entry, kind=kind,
                 claim_text=entry.claim, claim_rows=tuple(entry.claim_rows))
         if entry.notes:
@@ -523,5 +529,5 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-__all__ = ["LEGACY", "MEASURED", "OUTCOMES", "PUBLISHED_DATA", "SCHEMA", "SCHEMAS", "STATUSES", "VERDICT_FILE",
+__all__ = ["EXACT_MEASURED", "MEASURED", "OUTCOMES", "PUBLISHED_DATA", "SCHEMA", "SCHEMAS", "STATUSES", "VERDICT_FILE",
            "ClaimResult", "MeasuredRow", "Verdict", "VerdictRow"]
