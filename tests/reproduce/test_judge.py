@@ -266,3 +266,15 @@ def test_paired_directional_claims_keep_their_error_rate_by_simulation(tmp_path)
         assert sum(v[side] == "holds" for v in null) <= 0.05 * 200, side
     assert sum(v[1] == "holds" for v in null) >= 1     # the asymmetric tail shows
     assert effect.count("holds") >= 85 and effect.count("fails") == 0
+
+
+def test_equivalence_claims_use_the_90_percent_interval(tmp_path):
+    """TOST: "a ~ b" holds when the 90 % interval lies inside the margin although the 95 % one does not. Paired
+    log ratios of 8 runs: the 90 % interval is [X(2), X(7)] = [-0.02, 0.03], the 95 % one [X(1), X(7)] reaches
+    -0.09, the margin is ln(1.05) = 0.0488."""
+    deltas = np.array([-0.09, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.04])
+    e = entry_of(tmp_path, "", claim("eq", "a ~ b", "x:a", "x:b",
+                                     'margin_rel = 0.05\nmargin_source = ["paper spread"]\n'))
+    c = judge_claim(e.claims[0], RunStatistics("mem", _records(deltas), {}))
+    assert c.ci90 == pytest.approx([-0.02, 0.03]) and c.ci95[0] == pytest.approx(-0.09)
+    assert c.verdict == "holds"

@@ -112,6 +112,12 @@ def test_print_precision_is_half_a_unit_of_the_last_digit(tmp_path):
     refused(tmp_path, HEAD + body.replace("margin_abs = 0.005", "margin_abs = 0.004"),
             "margin_abs 0.004 is smaller than the print precision (0.005 Mbit/s")
     refused(tmp_path, HEAD + body.replace("decimals = 2\n", ""), "'print precision' needs decimals")
+    # a relative margin is held against the half unit relative to the value: 0.5 of 505 is 0.099 %
+    big = VALUE.replace("value = 85.05", "value = 505").replace("decimals = 2", "decimals = 0") \
+        .replace("margin_rel = 0.10", "margin_rel = 0.01")
+    assert load(tmp_path, HEAD + big).published[0].margin_rel == 0.01
+    refused(tmp_path, HEAD + big.replace("margin_rel = 0.01", "margin_rel = 0.0009"),
+            "margin_rel 0.0009 is smaller than the print precision (0.5 Mbit/s of 505, 0.099 %")
     # with a second source the margin may be wider than the print precision
     wide = body.replace("margin_abs = 0.005", "margin_abs = 1").replace('["print precision"]',
                                                                         '["print precision", "paper spread"]')
