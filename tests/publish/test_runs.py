@@ -67,3 +67,24 @@ def test_measured_badge_from_a_v2_verdict(outcome, multiplicity, claims, badge):
     run = PublishedRun(run_dir=Path("."), record=record, verdict=verdict,
                        figure=FigureInfo(id="e", mode="local-measurement"))
     assert run.outcome == outcome and run.badge == badge
+
+
+def test_a_measured_v2_verdict_renders_on_a_run_page():
+    """The site reads verdict.json /2 of a measured entry: badge, claim and rows render (the interval drawing is
+    a later stage)."""
+    from benchbook.publish import pages
+    from benchbook.reproduce.verdict import Verdict
+    from benchbook.reproduce.verdict_rows import ClaimResult, MeasuredRow
+
+    v = Verdict("m-fig", kind="measured", claim_text="a is faster")
+    v.rows = [MeasuredRow("a rate", 100.0, 99.2, "Mbit/s", 6, "reproduced", tolerance="±5 % (paper spread)",
+                          margin={"delta": 0.0488, "scale": "log-ratio", "text": "±5 %"}, ci95_value=[98.0, 100.4]),
+              MeasuredRow("b rate", 100.0, 80.1, "Mbit/s", 6, "inconclusive", reason="below the noise floor")]
+    v.claims = [ClaimResult("faster", "a is faster", True, "a > b", "holds")]
+    record = {"id": "r1", "experiment": "m-fig", "status": "complete", "start": "2026-11-22T16:00:00.000+00:00"}
+    run = PublishedRun(run_dir=Path("."), record=record, verdict=v.to_dict(),
+                       figure=FigureInfo(id="m-fig", mode="local-measurement"))
+    assert run.outcome == "inconclusive" and run.badge == "inconclusive: 1 of 2 reproduced, 1 of 1 claims hold"
+    html = pages.render("summary", run=run, rows=pages.verdict_rows(run), claim=run.verdict["claim"], changed=[])
+    assert 'class="bb-badge bb-inconclusive"' in html and "99.2 Mbit/s" in html and "±5 % (paper spread)" in html
+    assert "bb-claim-reproduced" in html and "a is faster" in html

@@ -189,8 +189,9 @@ def _show_entry(entry, console) -> None:
             pt.add_column(col, overflow="fold")
         for pv in entry.published:
             if pv.measured:
-                src = (f"runs of {pv.arm}:{pv.run_statistic} ({pv.value_range})" if pv.arm else "") + \
-                    ("" if pv.comparable else f"not comparable: {pv.not_comparable_reason}")
+                where = f"runs of {pv.arm}:{pv.run_statistic}" if pv.arm else ""
+                src = (f"{where} ({pv.value_range})" if pv.comparable else
+                       "; ".join(x for x in (where, f"not comparable: {pv.not_comparable_reason}") if x))
             else:
                 src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
                                 if getattr(pv, k) is not None)
