@@ -390,7 +390,8 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
         res.runs_needed = _share_runs_needed(k, n, int(runs.size), claim.q)
         res.reason = (f"{k} of {n}: the 95 % interval [{ci.low:.3f}, {ci.high:.3f}] holds q = {claim.q:g}; "
                       + (f"about {res.runs_needed} runs would decide if the share stays at {k / n:.3f}"
-                         if res.runs_needed else "the share sits at q: more runs are unlikely to decide"))
+                         if res.runs_needed else "the share sits at (or within rounding of) q: more runs are "
+                         "unlikely to decide"))
     return res
 
 
