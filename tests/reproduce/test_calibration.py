@@ -21,7 +21,7 @@ from benchbook.reproduce.calibration import aa_noise_floors, scale_of
 from benchbook.reproduce.noise_floor import host_key, load_noise_floors, read_calibration
 from conftest import REPO_ROOT, require_program, require_root
 
-NOTEBOOK = REPO_ROOT / "tests" / "data" / "until_decisive.ipynb"
+PAPER = REPO_ROOT / "tests" / "data" / "sequential-paper"
 
 
 def aa_table(a: np.ndarray, b: np.ndarray, statistic: str = "p99_ms", unit: str = "ms",
@@ -83,17 +83,10 @@ def test_scales_bounded_statistics_and_too_few_runs() -> None:
 
 
 def test_calibrate_end_to_end_stores_the_floor_where_the_judge_reads_it(tmp_path: Path) -> None:
-    folder = tmp_path / "papers" / "sequential-paper"
-    folder.mkdir(parents=True)
-    (folder / "paper.toml").write_text('id = "sequential-paper"\ntitle = "t"\ncitation = "c"\n')
-    (folder / "sequential-demo.toml").write_text('id = "sequential-demo"\ntitle = "t"\n'
-                                                 'notebook = "until_decisive.ipynb"\nmode = "local-measurement"\n'
-                                                 'requires = []\n')
-    (folder / NOTEBOOK.name).write_bytes(NOTEBOOK.read_bytes())
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path / "runs"), BENCHBOOK_CALIBRATION=str(tmp_path / "cal"),
                COLUMNS="200")
     r = subprocess.run([sys.executable, "-m", "benchbook.cli", "calibrate", "sequential-demo", "--papers",
-                        str(folder), "--runs", "6", "--arm", "y"], cwd=REPO_ROOT, env=env, capture_output=True,
+                        str(PAPER), "--runs", "6", "--arm", "y"], cwd=REPO_ROOT, env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (path,) = (tmp_path / "cal" / "sequential-demo").glob("*.json")

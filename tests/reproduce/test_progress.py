@@ -18,33 +18,24 @@ from benchbook.reproduce.registry import load_entry
 from benchbook.reproduce.run import EntryResult
 from conftest import REPO_ROOT
 
-NOTEBOOK = REPO_ROOT / "tests" / "data" / "until_decisive.ipynb"
+PAPER = REPO_ROOT / "tests" / "data" / "sequential-paper"
 ENTRY = "sequential-demo"
-
-
-def paper(tmp_path: Path) -> Path:
-    folder = tmp_path / "papers" / "sequential-paper"
-    folder.mkdir(parents=True)
-    (folder / "paper.toml").write_text('id = "sequential-paper"\ntitle = "t"\ncitation = "c"\n')
-    (folder / f"{ENTRY}.toml").write_text(f'id = "{ENTRY}"\ntitle = "t"\nnotebook = "until_decisive.ipynb"\n'
-                                          'mode = "local-measurement"\nrequires = []\n')
-    (folder / NOTEBOOK.name).write_bytes(NOTEBOOK.read_bytes())
-    return folder
 
 
 def earlier_run(runs: Path, run_id: str, duration_s: float, status: str = "complete", **extra) -> Path:
     """A run record as benchbook.experiment.runner leaves one (the fields the schema requires)."""
     run_dir = runs / ENTRY / run_id
     run_dir.mkdir(parents=True)
-    write_record(run_dir, {"schema_version": 1, "id": run_id, "experiment": ENTRY, "notebook": str(NOTEBOOK),
-                           "parameters": extra.pop("parameters", {}), "repetition": 0, "status": status,
+    write_record(run_dir, {"schema_version": 1, "id": run_id, "experiment": ENTRY,
+                           "notebook": str(PAPER / "until_decisive.ipynb"), "parameters": extra.pop("parameters", {}),
+                           "repetition": 0, "status": status,
                            "start": "2024-05-01T10:00:00.000+00:00", "end": "2024-05-01T10:01:40.000+00:00",
                            "duration_s": duration_s, **extra})
     return run_dir
 
 
 def test_expected_duration_is_the_median_of_the_latest_comparable_runs(tmp_path: Path) -> None:
-    entry = load_entry(ENTRY, papers=[paper(tmp_path)])
+    entry = load_entry(ENTRY, papers=[PAPER])
     runs = tmp_path / "runs"
     assert expected_duration_s(entry, runs) == (DEFAULT_DURATION_S["measured"], "a default")
     earlier_run(runs, "20240501T100000Z-aaaaaa", 900.0)                   # the oldest: not among the latest 3
@@ -87,20 +78,23 @@ def test_the_outcome_line_and_the_plan_of_an_inconclusive_entry(tmp_path: Path) 
 
 
 def test_all_prints_a_line_per_entry_start_and_end_without_redraws_in_a_log(tmp_path: Path) -> None:
-    paper(tmp_path)
     runs = tmp_path / "runs"
     earlier_run(runs, "20240502T100000Z-bbbbbb", 100.0)
     env = dict(os.environ, BENCHBOOK_RUNS=str(runs), COLUMNS="200")
     env.pop("BENCHBOOK_PAPERS", None)
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "--all", "--papers",
-                        str(tmp_path / "papers"), "--paper", "sequential-paper"], cwd=REPO_ROOT, env=env,
+    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", "--all", "--papers", str(PAPER),
+                        "--paper", "sequential-paper"], cwd=REPO_ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     out = r.stdout
     lines = out.splitlines()
     assert "reproducing 1 entries here; about 1 m 40 s from the durations of earlier runs" in lines[0], out
     assert f"[1/1] {ENTRY} … expected 1 m 40 s (1 earlier run); about 1 m 40 s left" in out
-    end = [line for line in lines if re.fullmatch(rf"\[1/1\] {ENTRY} … \d+ s: \w[\w ]*, .+", line)]
-    assert len(end) == 1, out
+    ended = rf"\[1/1\] {ENTRY} … \d+ s: inconclusive, 0 of 1 reproduced .+"
+    end = [line for line in lines if re.fullmatch(ended, line)]
+    assert len(end) == 1, out                           # 2 runs per arm (the notebook's plan) decide nothing
+    plan = "    plan: 2 runs per arm (2 arms, 4 valid runs), "
+    assert lines[lines.index(end[0]) + 1].startswith(plan) and "a decisive answer needs about" in out
+    assert r.returncode == 6 and "inconclusive:\n  sequential-demo: plan: 2 runs per arm" in out
     assert re.search(r"^outcomes: 1 \w+", out, re.M) and f"run records: {runs}/<entry>/<run>/" in out
     assert "\r" not in out and "\x1b[" not in out       # a log gets plain lines: no bar, no colour codes
     assert "Table" not in out and "published value" not in out   # the verdict tables only with -v

@@ -1,5 +1,5 @@
 """`benchbook reproduce ID --runs N` and `--until-decisive` on a measured entry whose verdict is decided by a known
-number of runs (tests/data/until_decisive.ipynb: inconclusive at 6 runs per arm, reproduced from 12): the looks
+number of runs (tests/data/sequential-paper: inconclusive at 6 runs per arm, reproduced from 12): the looks
 double the runs on one run directory without rerunning a finished run, each judged at alpha / K; the budget stops
 the looks; --runs sets the notebook's repetitions and is refused for a published-data entry. The sequential rule
 itself (Bonferroni over looks keeps the family-wise error at alpha) is checked by simulation with known truth."""
@@ -31,28 +31,15 @@ from benchbook.reproduce.sequential import (
 )
 from conftest import REPO_ROOT
 
-NOTEBOOK = REPO_ROOT / "tests" / "data" / "until_decisive.ipynb"
+PAPER = REPO_ROOT / "tests" / "data" / "sequential-paper"   # its notebook: until_decisive.ipynb
 ENTRY = "sequential-demo"
-
-
-def paper(tmp_path: Path) -> Path:
-    """A paper folder with one measured entry running tests/data/until_decisive.ipynb."""
-    folder = tmp_path / "papers" / "sequential-paper"
-    folder.mkdir(parents=True)
-    (folder / "paper.toml").write_text('id = "sequential-paper"\ntitle = "t"\ncitation = "c"\n')
-    (folder / f"{ENTRY}.toml").write_text(f'id = "{ENTRY}"\ntitle = "a verdict decided by the 12th run"\n'
-                                          'notebook = "until_decisive.ipynb"\nmode = "local-measurement"\n'
-                                          'requires = []\n')
-    (folder / NOTEBOOK.name).write_bytes(NOTEBOOK.read_bytes())
-    return folder
 
 
 def reproduce(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path / "runs"), COLUMNS="200")
     env.pop("BENCHBOOK_PAPERS", None)
-    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", ENTRY, "--papers",
-                           str(tmp_path / "papers"), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", ENTRY, "--papers", str(PAPER), *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 def the_run(tmp_path: Path) -> Path:
@@ -124,7 +111,6 @@ def test_bonferroni_over_looks_keeps_the_family_wise_error_at_alpha() -> None:
 
 @pytest.mark.timeout(600)
 def test_until_decisive_extends_the_run_look_by_look_until_decisive(tmp_path: Path) -> None:
-    paper(tmp_path)
     r = reproduce(tmp_path, "--until-decisive", "--max-runs", "24")
     out = r.stdout + r.stderr
     assert "looks after 6, 12, 24 runs per arm, each judged at alpha = 0.05 / 3 = 0.01667" in out, out[-3000:]
@@ -160,7 +146,6 @@ def test_until_decisive_extends_the_run_look_by_look_until_decisive(tmp_path: Pa
 
 @pytest.mark.timeout(600)
 def test_until_decisive_stops_when_the_budget_is_spent_and_runs_sets_the_plan(tmp_path: Path) -> None:
-    paper(tmp_path)
     # any look takes longer than a second (a kernel starts): after the first, the second would overrun
     r = reproduce(tmp_path, "--until-decisive", "--runs", "6", "--budget", "1s")
     seq = json.loads((the_run(tmp_path) / "run.json").read_text())["sequential"]
@@ -169,7 +154,6 @@ def test_until_decisive_stops_when_the_budget_is_spent_and_runs_sets_the_plan(tm
     assert seq["budget_s"] == 1 and "stopped: budget spent" in r.stdout
 
     other = tmp_path / "other"
-    paper(other)
     r = reproduce(other, "--runs", "7")
     run = the_run(other)
     assert json.loads((run / "repetitions.json").read_text())["plan"]["repetitions"] == 7, r.stdout[-3000:]

@@ -269,8 +269,7 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or x.size < min_runs:
         se = spread_standard_error(x, None, margin.scale)
         need = max(runs_needed(est, se, x.size, margin.delta, min_runs=min_runs, alpha=alpha) or min_runs, min_runs)
-        few = next((i for i in (i90, i95) if isinstance(i, NoInterval)), None)
-        fewest = max(min_runs, few.runs_needed if few is not None and few.runs_needed else 0)
+        fewest = max([min_runs] + [i.runs_needed for i in (i90, i95) if isinstance(i, NoInterval) and i.runs_needed])
         need = max(need, fewest)
         return Comparison(INCONCLUSIVE, est, None, None, margin, x.size, None, method, need,
                           f"{x.size} run(s): the order-statistic interval of a median at "

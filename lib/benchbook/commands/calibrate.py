@@ -8,6 +8,7 @@ unknown entry or arm)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -28,19 +29,21 @@ def calibrate(
     param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
 ) -> None:
     """Run one arm of a measured entry A/A and store the smallest effect this testbed can detect per statistic."""
+    from rich.console import Console
     from rich.table import Table
 
-    from benchbook.commands.reproduce import _console, _parse_overrides, _print_progress
     from benchbook.reproduce.calibration import CalibrationFailed, calibrate_entry
-    from benchbook.reproduce.notebook_params import ParameterError
+    from benchbook.reproduce.notebook_params import ParameterError, parse_overrides
     from benchbook.reproduce.registry import RegistryError, load_entry
     from benchbook.reproduce.run import NotMeasured
 
-    console = _console()
+    # piped into a log there is no terminal width: keep output paths whole
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
         entry = load_entry(entry_id, papers=papers)
-        res = calibrate_entry(entry, runs, arm, runs_dir, overrides=_parse_overrides(param),
-                              progress=lambda step: _print_progress(step, console))
+        res = calibrate_entry(entry, runs, arm, runs_dir, overrides=parse_overrides(param),
+                              progress=lambda step: console.print(str(step), highlight=False, markup=False,
+                                                                  soft_wrap=True))
     except (RegistryError, ParameterError, NotMeasured) as exc:
         console.print(f"[bold red]usage[/]: {exc}", highlight=False)
         raise typer.Exit(2) from exc

@@ -87,21 +87,13 @@ def _console():
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    """-p key=value items: values parsed as JSON where they can be (checked against the notebook's
-    parameters by benchbook.reproduce.notebook_params.prepare_parameters when the entry runs)."""
-    import json
+    """-p key=value items (benchbook.reproduce.notebook_params.parse_overrides) as a usage error when malformed."""
+    from benchbook.reproduce.notebook_params import ParameterError, parse_overrides
 
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out[key] = value
-    return out
+    try:
+        return parse_overrides(items)
+    except ParameterError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--param") from exc
 
 
 def _print_progress(step, console) -> None:
