@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
 
 def calibrate(
     entry_id: str = typer.Argument(..., metavar="ENTRY", help="registry id of a measured entry"),
-    runs: int | None = typer.Option(None, "--runs", min=2, help="runs per arm (default: the entry's plan, at "
-                                                                "least 6)"),
+    runs: int | None = typer.Option(None, "--runs", min=6, help="runs per arm, at least 6 (default: the entry's "
+                                                                "plan, at least 6)"),
     arm: str | None = typer.Option(None, "--arm", help="the arm run against itself (default: the first of the plan)"),
     papers: list[Path] = typer.Option([], "--papers", help="add a paper folder (or a folder of paper folders)"),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where the run directory goes"),

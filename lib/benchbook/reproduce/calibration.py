@@ -110,9 +110,9 @@ def calibrate_entry(entry: FigureEntry, runs: int | None = None, arm: str | None
                     overrides: Mapping[str, Any] | None = None,
                     progress: ProgressFn | None = None) -> CalibrationResult:
     """Run the entry's notebook as an A/A calibration of ``arm`` (default: its plan's first arm) with ``runs``
-    per arm (default: the entry's plan, at least MIN_RUNS) into a new run under ``runs_dir``, and store the
-    noise floors for this host under ``root`` (default data/calibration). NotMeasured for a published-data
-    entry; CalibrationFailed when the runs give no noise floor."""
+    per arm (default: the entry's plan; raised to MIN_RUNS, the fewest that give an interval) into a new run
+    under ``runs_dir``, and store the noise floors for this host under ``root`` (default data/calibration).
+    NotMeasured for a published-data entry; CalibrationFailed when the runs give no noise floor."""
     refuse_runs(entry, "benchbook calibrate")
     per_arm = max(runs if runs is not None else (planned_runs(entry) or MIN_RUNS), MIN_RUNS)
     params_in = {**dict(overrides or {}), "calibrate": arm if arm else True, "repetitions": per_arm}
