@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from benchbook.analysis import intervals as iv
+from benchbook.analysis.equivalence import Margin, compare_to_reference
 from benchbook.analysis.intervals import (
     MIN_RUNS,
     RATE,
@@ -234,8 +235,6 @@ def test_shortest_interval_can_take_more_than_half_of_alpha_on_one_side_and_equa
 
 def test_reference_comparison_reads_equal_tailed_intervals() -> None:
     # 7 runs against a reference: the 90 % interval TOST reads must be [X(1), X(7)], not the shortest [X(1), X(6)]
-    from benchbook.analysis.equivalence import Margin, compare_to_reference  # noqa: PLC0415 - one test's import
-
     x = np.array([90.0, 95.0, 98.0, 100.0, 102.0, 105.0, 130.0])
     c = compare_to_reference(x, 100.0, Margin.relative(0.5))
     assert c.ci90 == pytest.approx((math.log(0.90), math.log(1.30)))
