@@ -87,6 +87,14 @@ MUTATIONS = (
         hint="intervals.py",
     ),
     Mutation(
+        "tost-on-shortest-ranks",
+        "TOST against a printed value reads the shortest order-statistic interval (one tail can exceed alpha/2)",
+        (('quantile_interval(x, 0.5, level, value_range, tails="equal")',
+          'quantile_interval(x, 0.5, level, value_range, tails="shortest")'),),
+        ("tests/analysis/test_intervals.py::test_reference_comparison_reads_equal_tailed_intervals",),
+        hint="equivalence.py",
+    ),
+    Mutation(
         "tost-on-the-95-interval",
         "equivalence decided by the 95 % interval instead of the 90 % one (TOST at 2.5 % per side)",
         (("    if low < ci90[0] and ci90[1] < high:", "    if low < ci95[0] and ci95[1] < high:"),),

@@ -305,7 +305,8 @@ def paired_effect(d: np.ndarray, alpha: float = ALPHA) -> Effect:
     """Per-run differences Delta_i on the scale of Delta: the median and its order-statistic intervals (the
     1 - 2 alpha and 1 - alpha ones: 90 % and 95 % at alpha = 0.05)."""
     est = float(np.median(d))
-    i90, i95 = (quantile_interval(d, 0.5, level, REAL) for level in levels(alpha))
+    # equal tails: TOST and directional claims read one side of these intervals at a time
+    i90, i95 = (quantile_interval(d, 0.5, level, REAL, tails="equal") for level in levels(alpha))
     method = f"order-statistic intervals of the median over {d.size} per-run pairs"
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or d.size < MIN_RUNS:
         return Effect(est, None, None, spread_standard_error(d, None, "difference"), d.size, method,
