@@ -77,8 +77,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# pytest-xdist: one worker per core; tests that share host state run in groups (tests/conftest.py)
+TEST_WORKERS ?= $(shell nproc)
 test: lint venv kernels deps java-oracle native
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 # Every entry that can run here runs; a partial (4) or mismatch (1) outcome is a result, listed per entry and
 # summarised at the end, not a failure of the job; a failed run (5) or a usage error fails it.
