@@ -17,6 +17,7 @@ def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEF
     out.mkdir(parents=True, exist_ok=True)
     try:
         from benchbook.figures import save_figure
+        from benchbook.figures.export import keep_browser_open
     except ImportError as exc:  # the figures package is not there: keep HTML at least
         exports: dict[str, str] = {}
         for fmt in formats:
@@ -27,6 +28,9 @@ def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEF
             else:
                 exports[fmt] = f"unavailable: benchbook.figures.save_figure not importable ({exc})"
     else:
+        # a notebook's figures share one headless browser: the first static export starts it, the process's
+        # exit stops it (a browser per figure costs seconds of start-up each)
+        keep_browser_open()
         exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
     verdict.add_figure(stem, exports)
     return exports
