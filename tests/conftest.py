@@ -36,10 +36,19 @@ GROUP_OF_FILE = {
     "publish/test_lab.py": "publish",
 }
 HOST_GROUP = "host"
+# Tests that start an LXC container or boot a guest need a DuT root file system, which `make test` builds beside
+# the tests on a fresh machine: they come last in collection order, and the kvm group goes out last.
+NEEDS_ROOTFS = ("testbed/test_lxc_dut.py", "testbed/test_kvm_guest.py")
+LAST_GROUPS = ("kvm",)
 # xdist 3.8 carries a test's group to the controller as a suffix of its node id, which pytest 9.2 no longer lets
 # a plugin change, so its loadgroup silently runs every test alone (pytest-dev/pytest-xdist#1386). Here each
 # worker writes the groups it collected into this directory, and GroupScheduling reads them.
 GROUPS_DIR_ENV = "BENCHBOOK_XDIST_GROUPS"
+
+
+def _test_file(item: pytest.Item) -> str:
+    """The test's file relative to tests/."""
+    return Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent).as_posix()
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
@@ -47,7 +56,7 @@ def xdist_group_of(item: pytest.Item) -> str | None:
     marks = [m.args[0] if m.args else m.kwargs.get("name", "default") for m in item.iter_markers("xdist_group")]
     if marks:
         return "_".join(sorted(set(map(str, marks))))
-    rel = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent).as_posix()
+    rel = _test_file(item)
     if rel in GROUP_OF_FILE:
         return GROUP_OF_FILE[rel]
     return HOST_GROUP if item.get_closest_marker("root") is not None else None
@@ -65,6 +74,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)  # after deselection: the node ids the worker reports to the controller
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: _test_file(item) in NEEDS_ROOTFS)  # stable: otherwise the order stays
     worker, groups_dir = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(GROUPS_DIR_ENV)
     if worker and groups_dir:
         groups = {item.nodeid: g for item in items if (g := xdist_group_of(item)) is not None}
@@ -75,11 +85,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 class GroupScheduling(LoadScopeScheduling):
     """xdist's loadgroup scheduling with the groups the workers wrote (xdist_group_of): a group is one unit of work,
-    every other test a unit of its own; groups go out first, the largest first."""
+    every other test a unit of its own; groups go out first, the largest first, except LAST_GROUPS."""
 
     def __init__(self, config: pytest.Config, log=None) -> None:
         super().__init__(config, log)
         self._groups: dict[str, str] | None = None
+
+    def _assign_work_unit(self, node) -> None:
+        if not self.assigned_work:  # the first assignment: the queue is complete
+            for group in LAST_GROUPS:
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group)
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         if self._groups is None:  # asked first once every worker has collected
