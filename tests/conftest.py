@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,44 @@ def reproduce_cli(runs_dir: Path, entry: str, *args: str, timeout_s: float = 900
     env = dict(os.environ, BENCHBOOK_RUNS=str(runs_dir))
     return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", entry, *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout_s)
+
+
+# `benchbook reproduce --all --paper FOLDER` for the paper folders holding every published-data entry (and the
+# latency demo): what `make reproduce` runs for them, done once per session for every test that reads its runs.
+# Those tests carry SHARES_REPRODUCTIONS: under pytest-xdist with --dist loadgroup they run on one worker.
+REPRODUCED_FOLDERS = ("wiedner-itc23", "scheerer-iitm23", "benchbook-demo")
+SHARES_REPRODUCTIONS = pytest.mark.xdist_group("published-reproductions")
+
+
+@dataclass
+class Reproductions:
+    runs_dir: Path
+    outputs: dict[str, str] = field(default_factory=dict)  # paper folder -> stdout + stderr of its --all
+    exit_codes: dict[str, int] = field(default_factory=dict)  # paper folder -> exit status of its --all
+
+    def folder_of(self, figure_id: str) -> str:
+        from benchbook.reproduce.registry import load_entry
+
+        return load_entry(figure_id).folder.name
+
+    def output_of(self, figure_id: str) -> str:
+        return self.outputs[self.folder_of(figure_id)]
+
+    def run_dir(self, figure_id: str) -> Path:
+        """The one run directory of the entry."""
+        (run_dir,) = (self.runs_dir / figure_id).iterdir()
+        return run_dir
+
+
+@pytest.fixture(scope="session")
+def published_reproductions(tmp_path_factory) -> Reproductions:
+    """Every published-data entry and the latency demo reproduced once by the CLI into a session runs directory
+    (tests using it take several minutes on their first use: give them @pytest.mark.timeout(1200))."""
+    done = Reproductions(tmp_path_factory.mktemp("reproduced") / "runs")
+    for folder in REPRODUCED_FOLDERS:
+        proc = reproduce_cli(done.runs_dir, "--all", "--paper", folder, timeout_s=1100)
+        done.outputs[folder], done.exit_codes[folder] = proc.stdout + proc.stderr, proc.returncode
+    return done
 
 
 def require_root() -> None:

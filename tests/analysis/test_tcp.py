@@ -211,13 +211,8 @@ def test_kernel_matches_reference(synth, zeek: Path) -> None:
         for (src, sport, dst, dport), dirs in ref.items():
             r = rows[(key(src), sport, key(dst), dport)]
             for prefix, d in zip(("orig_", "resp_"), dirs, strict=True):
-                got = {k: getattr(r, prefix + k) for k in ("packets", "wire_bytes", "payload_bytes", "unique_bytes",
-                                                           "retransmissions_zeek", "retransmissions_tcptrace",
-                                                           "out_of_order_tcptrace", "keepalives")}
-                want = {"packets": d.packets, "wire_bytes": d.wire, "payload_bytes": d.payload,
-                        "unique_bytes": d.unique,
-                        "retransmissions_zeek": d.rx_zeek, "retransmissions_tcptrace": d.rx_tcptrace,
-                        "out_of_order_tcptrace": d.ooo_tcptrace, "keepalives": d.keepalive}
+                want = tcp_reference.counts(d)
+                got = {k: getattr(r, prefix + k) for k in want}
                 assert got == want, (trace, prefix)
         from benchbook.analysis.tcp_intervals import interval_table
 
@@ -347,8 +342,11 @@ def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
 
 
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
-    """A flow seen from the middle (no handshake) whose sequence numbers wrap, with a keep-alive and a zero-window
-    probe: no handshake RTT, bytes counted across the wrap, neither probe nor keep-alive is a retransmission."""
+    """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
+    same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
+    the wrap, probes and keep-alive counted apart as tshark flags them; tcptrace's unique bytes agree (its probe
+    rule does not record the probe's byte either). The 1-byte keep-alive repeats a byte seen before: tcptrace
+    (and Zeek) count it as a retransmission, so do their rules here; Wireshark does not."""
     seq = 2**32 - 1000
     frames, ts = [], []
     t = 0
@@ -358,25 +356,44 @@ def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) ->
         ts += [t, t + 10]
         t += 1_000_000
     end = seq + 2500
-    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # zero-window probe: 1 byte at high, window 0
-    frames.append(_frame(B, A, 80, 5000, 1, end, 0x10, win=0))
-    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # keep-alive: 1 byte at high - 1
-    ts += [t, t + 10, t + 5_000_000]
+    for _ in range(2):  # zero-window probes: 1 byte at nxt while the peer's window is 0 (nxt does not advance)
+        frames += [_frame(A, B, 5000, 80, end, 1, 0x10, b"z"), _frame(B, A, 80, 5000, 1, end, 0x10, win=0)]
+        ts += [t, t + 10]
+        t += 200_000_000
+    frames += [_frame(B, A, 80, 5000, 1, end, 0x10, win=1000), _frame(A, B, 5000, 80, end, 1, 0x18, b"z" * 100),
+               _frame(B, A, 80, 5000, 1, end + 100, 0x10, win=1000)]
+    ts += [t, t + 10, t + 20]
+    frames.append(_frame(A, B, 5000, 80, end + 99, 1, 0x10, b"k"))  # keep-alive: 1 byte at nxt - 1
+    ts.append(t + 5_000_000_000)
     p = tmp_path / "midstream.pcap"
     write_pcap(p, ts, frames)
     tp = run_pass([p], rule="zeek")
     (r,) = flow_table(tp).itertuples()
     at = f"{p}: at byte offset 24 (10.0.0.1:5000 > 10.0.0.2:80)"
-    assert f"1 flow(s) started mid-stream (no SYN or SYN-ACK seen): no handshake RTT, bytes counted from each " \
-           f"one's first packet; the first: {at}" in tp.messages
-    assert any(m.startswith("1 keep-alive and 1 zero-window-probe segment(s) counted apart") and m.endswith(at)
+    assert ("1 flow(s) started before the capture (start_seen false: a direction's first packet is not a SYN): "
+            "sequence coverage from the lowest sequence number seen, so payload below a direction's first segment "
+            f"is new; the first: {at}") in tp.messages
+    assert any(m.startswith("1 keep-alive and 2 zero-window-probe segment(s) counted apart") and m.endswith(at)
                for m in tp.messages), tp.messages
     assert any(m.startswith("1 flow(s) wrap their 32-bit sequence numbers") and m.endswith(at) for m in tp.messages)
     assert r.handshake == "none" and r.handshake_rtt_ns is None or str(r.handshake_rtt_ns) == "<NA>"
-    assert r.orig_unique_bytes == 2501 and r.orig_seq_span_bytes == 2501
-    assert r.orig_zero_window_probes == 1 and r.orig_keepalives == 1
-    assert r.orig_retransmissions_zeek == r.orig_retransmissions_tcptrace == r.orig_retransmissions_wireshark == 0
+    assert not r.start_seen and r.orig_window_scale == -1
+    assert r.orig_unique_bytes == 2600 and r.orig_seq_span_bytes == 2600
+    assert r.orig_zero_window_probes == 2 and r.orig_keepalives == 1
+    assert r.orig_retransmissions_zeek == r.orig_retransmissions_tcptrace == 1
+    assert r.orig_retransmissions_wireshark == 0
     assert (r.src, r.sport) == ("10.0.0.1", 5000)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-Y", "tcp.srcport == 5000", "-T", "fields", "-e",
+         "tcp.analysis.zero_window_probe", "-e", "tcp.analysis.keep_alive", "-e", "tcp.analysis.retransmission",
+         "-e", "tcp.window_size_scalefactor"], capture_output=True, text=True, check=True).stdout.splitlines()
+    cols = [line.split("\t") for line in flags]
+    assert (sum(bool(c[0]) for c in cols), sum(bool(c[1]) for c in cols), sum(bool(c[2]) for c in cols)) == (2, 1, 0)
+    assert {c[3] for c in cols} == {"-1"}  # window scale unknown without the handshake: no scaling, as here
+    text = subprocess.run([require_program("tcptrace"), "-l", "-n", str(p)], capture_output=True, text=True,
+                          check=True).stdout
+    assert re.search(r"unique bytes sent:\s+2600\b", text), text
+    assert re.search(r"rexmt data pkts:\s+1\b", text), text  # the keep-alive's byte
 
 
 def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:

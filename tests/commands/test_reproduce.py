@@ -17,6 +17,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_CODES
 from benchbook.paths import NOTEBOOKS_DIR, REPO_ROOT
+from conftest import SHARES_REPRODUCTIONS
 
 SCHEERER = NOTEBOOKS_DIR / "scheerer-iitm23"
 
@@ -50,11 +51,13 @@ def test_exit_codes_are_distinct():
     assert EXIT_CODES == {"reproduced": 0, "mismatch": 1, "skipped": 3, "partial": 4, "failed": 5}
 
 
-def test_table3_reproduces_with_repeats_named(tmp_path):
-    code, out = run_cli(["wiedner-itc23-table3"], tmp_path)
-    assert code == 0, out
+@pytest.mark.timeout(1200)
+@SHARES_REPRODUCTIONS
+def test_table3_reproduces_with_repeats_named(published_reproductions):
+    out = published_reproductions.output_of("wiedner-itc23-table3")  # benchbook reproduce --all --paper wiedner-itc23
+    assert published_reproductions.exit_codes["wiedner-itc23"] == 0, out
     assert "8/8 published values matched" in out and "wiedner-itc23-table3: reproduced" in out
-    run_dir = only_run_dir(tmp_path, "wiedner-itc23-table3")
+    run_dir = published_reproductions.run_dir("wiedner-itc23-table3")
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["ok"] and verdict["counts"]["match"] == 8 and verdict["outcome"] == "reproduced"
     assert verdict["claim"]["status"] == "reproduced" and verdict["claim"]["text"]

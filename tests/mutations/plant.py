@@ -79,12 +79,94 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "order-statistic-coverage-off-by-one",
+        "the coverage of [X(j), X(k)] summed from K = j - 1 (P(j-1 <= K <= k-1)): every interval one rank too "
+        "narrow, r = 5 gets a 'median interval' at 95 %",
+        (("cov = cdf[k] - cdf[j]  # P(j <= K <= k - 1)", "cov = cdf[k] - cdf[j - 1]  # P(j <= K <= k - 1)"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "tost-on-the-95-interval",
+        "equivalence decided by the 95 % interval instead of the 90 % one (TOST at 2.5 % per side)",
+        (("    if low < ci90[0] and ci90[1] < high:", "    if low < ci95[0] and ci95[1] < high:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "different-on-the-90-interval",
+        "'different' decided by the 90 % interval instead of the 95 % one",
+        (("    if ci95[0] > high or ci95[1] < low:", "    if ci90[0] > high or ci90[1] < low:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "resolvability-bound-inverted",
+        "a percentile counted resolvable when N is at most (not at least) ln(alpha/2)/ln(p)",
+        (("return self.needed is not None and self.samples >= self.needed",
+          "return self.needed is not None and self.samples <= self.needed"),),
+        ("tests/analysis/test_resolvability.py",),
+    ),
+    Mutation(
+        "bootstrap-run-minimum-dropped",
+        "the bootstrap over runs computed from 2 runs per arm (3 runs look decisive)",
+        (("    if min(x.size, y.size) < min_runs:", "    if min(x.size, y.size) < 2:"),),
+        ("tests/analysis/test_bootstrap.py::test_refused_below_the_minimum_runs",
+         "tests/analysis/test_equivalence.py::test_three_runs_inconclusive_with_runs_needed"),
+    ),
+    Mutation(
+        "t-interval-without-normality-check",
+        "a t-interval whatever Shapiro-Wilk says",
+        (("    if not check.ok:", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "t-interval-outside-the-range",
+        "a t-interval kept when it leaves the statistic's range (a negative rate bound)",
+        (("    if not value_range.holds(lo, hi):", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "hist-prints-unresolvable-percentiles",
+        "benchbook hist prints every ladder row, also percentiles the sample count cannot resolve",
+        (("if not all_percentiles and 0.0 < level < 100.0 and not resolvable(level, total):",
+          "if False and not resolvable(level, total):"),),
+        ("tests/commands/test_hist.py::test_default_ladder_leaves_out_what_the_count_cannot_resolve",),
+    ),
+    Mutation(
+        "summaries-print-unresolvable-percentiles",
+        "latency/hist/merged summaries keep a number for a percentile the packet count cannot resolve",
+        (("        if v is None or r.ok:", "        if True:"),),
+        ("tests/commands/test_latency.py::test_exact_percentiles_beyond_the_in_memory_limit",),
+        hint="resolvability.py",
+    ),
+    Mutation(
         "deletion-without-tombstone",
         "a packet leaving the match table always empties its slot (never a tombstone): keys further along its "
         "probe run become unreachable and their post copies go unmatched",
         (("    if tab[2 * ((s + 1) & tmask)] == EMPTY:\n        tab[2 * s] = EMPTY",
           "    if True:\n        tab[2 * s] = EMPTY"),),
         ("tests/analysis/test_latency.py",),
+    ),
+    Mutation(
+        "midflow-below-first-not-new",
+        "a direction whose start was not captured keeps its coverage from its first segment only: payload below it "
+        "counts as seen before (tcptrace: new and out of order)",
+        (("if st[f, d, S_START_SEEN] == 0 and seg_start < low:", "if False and seg_start < low:"),),
+        ("tests/analysis/test_tcp_corpus.py::test_midflow_excerpt_counts_bytes_below_the_first_segment_as_new",),
+    ),
+    Mutation(
+        "syn-retransmission-not-counted",
+        "a SYN repeating the direction's SYN sequence number is not a SYN retransmission (nor in tcptrace's total)",
+        (("syn_rx = (flags & tp.SYN) != 0 and st[f, d, S_SYN_SEEN] != 0",
+          "syn_rx = False and st[f, d, S_SYN_SEEN] != 0"),),
+        ("tests/analysis/test_tcp_corpus.py::test_syn_and_synack_retransmissions_as_tshark_and_tcptrace_count_them",),
+    ),
+    Mutation(
+        "fin-retransmission-outside-total",
+        "retransmitted SYNs and FINs are counted in their columns but left out of the tcptrace rule's total",
+        (("            if syn_rx or fin_rx:\n                bits |= tr.RX_TT\n", ""),),
+        ("tests/analysis/test_tcp_corpus.py::test_fin_retransmissions_as_tshark_and_tcptrace_count_them",),
     ),
     Mutation(
         "teardown-skipped-after-failure",
@@ -177,6 +259,22 @@ MUTATIONS = (
         (("                    out.notes.append(f\"{p}: no interval histogram selected of",
           "                    raise HistInputError(f\"{p}: no interval histogram selected of"),),
         ("tests/commands/test_hist_corpus.py::test_nothing_selected_prints_the_empty_distribution_and_says_why",),
+    ),
+    Mutation(
+        "interactive-run-beside-notebook",
+        "a notebook run by hand (no output_dir) writes into its working directory, its paper folder, instead of "
+        "the interactive run's directory under data/runs",
+        (("        output_dir = run.run_dir\n", "        output_dir = Path.cwd()\n"),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="notebook_entry.py",
+    ),
+    Mutation(
+        "interactive-failed-cell-unrecorded",
+        "an interactive run's record ignores a cell that raised: it stays running (or complete) without the error",
+        (("        elif error is not None:\n            self.status = \"failed\"",
+          "        elif False:\n            self.status = \"failed\""),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="interactive.py",
     ),
 )
 

@@ -2,12 +2,17 @@
 
 Written into a temporary directory beside the output directory and moved into place only when all
 succeeded. summary.json holds exactly ``{"rule", "bin_ms", "packets", "flows": [{"src", "sport", "dst",
-"dport", "packets", "bytes", "goodput_bps", "retransmissions", "out_of_order", "rtt_ms": {"min", "mean",
-"p99"}}, ...], "jain_of_means", "jain_mean_of_intervals"}``. Per flow: ``src``/``sport`` is the originator,
-``packets`` and ``bytes`` (frame bytes) count both directions, ``goodput_bps`` is the bytes seen for the
-first time in both directions x 8 / the flow's duration, ``retransmissions``/``out_of_order`` sum both
-directions under the rule, ``rtt_ms`` summarises the RTT samples of both directions (TS echo and data ->
-ACK; min and mean exact, p99 HdrHistogram to 3 significant figures). Jain's indices (both variants, see
+"dport", "start_seen", "packets", "bytes", "goodput_bps", "retransmissions", "out_of_order",
+"syn_retransmissions", "fin_retransmissions", "rtt_ms": {"min", "mean", "p99"}}, ...], "jain_of_means",
+"jain_mean_of_intervals"}``. Per flow: ``src``/``sport`` is the originator, ``start_seen`` is false when a
+direction's first packet was not a SYN (the capture began mid-connection: its coverage starts at the lowest
+sequence number seen, see :mod:`benchbook.analysis.tcp_flows`), ``packets`` and ``bytes`` (frame bytes) count
+both directions, ``goodput_bps`` is the bytes seen for the first time in both directions x 8 / the flow's
+duration, ``retransmissions``/``out_of_order`` sum both directions under the rule (retransmitted SYNs and
+FINs included under ``wireshark`` and ``tcptrace``, see :mod:`benchbook.analysis.tcp_rules`),
+``syn_retransmissions``/``fin_retransmissions`` sum both directions under every rule, ``rtt_ms`` summarises
+the RTT samples of both directions (TS echo and data -> ACK; min and mean exact, p99 HdrHistogram to 3
+significant figures). Jain's indices (both variants, see
 :mod:`benchbook.analysis.fairness`) are over the per-bin goodput of the bulk flows: flows carrying at least
 1 % of all goodput bytes (so an iperf3 control connection does not count as a competitor); null with fewer
 than two such flows.
@@ -50,6 +55,7 @@ _DIR_COLUMNS = {
     "retransmissions_wireshark": tf.S_RX_WS, "retransmitted_bytes_wireshark": tf.S_RXB_WS,
     "out_of_order_wireshark": tf.S_OOO_WS, "retransmissions_tcptrace": tf.S_RX_TT,
     "retransmitted_bytes_tcptrace": tf.S_RXB_TT, "out_of_order_tcptrace": tf.S_OOO_TT,
+    "syn_retransmissions": tf.S_SYN_RX, "fin_retransmissions": tf.S_FIN_RX,
     "keepalives": tf.S_KEEPALIVE, "zero_window_probes": tf.S_ZWP, "syn_segments": tf.S_SYNS,
     "fin_segments": tf.S_FINS, "rst_segments": tf.S_RSTS, "sack_segments": tf.S_SACKS,
     "timestamp_segments": tf.S_TSOPTS, "mss_bytes": tf.S_MSS, "window_scale": tf.S_WSCALE,
@@ -85,6 +91,8 @@ def flow_arrays(tp: TcpPass) -> dict[str, np.ndarray]:
                                  np.where((syn >= 0) | (synack >= 0), "partial", "none")).astype(object)
     cols["handshake_rtt_ns"] = np.where((syn >= 0) & (ack3 >= 0), ack3 - syn, -1).astype(np.int64)
     cols["syn_to_synack_ns"] = np.where((syn >= 0) & (synack >= 0), synack - syn, -1).astype(np.int64)
+    # every direction that sent a packet began with a SYN
+    cols["start_seen"] = ((st[:, :, tf.S_START_SEEN] > 0) | (st[:, :, tf.S_INIT] == 0)).all(axis=1)
     cols["first_file_offset"] = fl[:, tf.FL_FIRST_OFF].astype(np.int64)
     cols["first_file"] = np.array([tp.files[int(k)] for k in fl[:, tf.FL_FIRST_FILE]], object)
     for d, prefix in enumerate(("orig_", "resp_")):
@@ -143,6 +151,8 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
         if n:
             offsets[1:] = np.cumsum([len(b) for b in raw])
         return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+    if v.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(np.packbits(v, bitorder="little"))])
     types = {np.dtype(np.int64): pa.int64(), np.dtype(np.int8): pa.int8(), np.dtype(np.float64): pa.float64()}
     v = np.ascontiguousarray(v)
     return pa.Array.from_buffers(types[v.dtype], n, [validity, pa.py_buffer(v)])
@@ -212,9 +222,10 @@ def summary_doc(tp: TcpPass, flows: dict[str, np.ndarray], fair: dict[str, Any])
         g = float(flows["goodput_bps"][i])
         rows.append({
             "src": str(flows["src"][i]), "sport": int(flows["sport"][i]), "dst": str(flows["dst"][i]),
-            "dport": int(flows["dport"][i]), "packets": both("packets"), "bytes": both("wire_bytes"),
-            "goodput_bps": g if np.isfinite(g) else None, "retransmissions": both(rx_col),
-            "out_of_order": 0 if ooo_col is None else both(ooo_col),
+            "dport": int(flows["dport"][i]), "start_seen": bool(flows["start_seen"][i]), "packets": both("packets"),
+            "bytes": both("wire_bytes"), "goodput_bps": g if np.isfinite(g) else None,
+            "retransmissions": both(rx_col), "out_of_order": 0 if ooo_col is None else both(ooo_col),
+            "syn_retransmissions": both("syn_retransmissions"), "fin_retransmissions": both("fin_retransmissions"),
             "rtt_ms": _merged_rtt_ms(tp, int(flows["flow"][i])),
         })
     return {"rule": tp.rule, "bin_ms": tp.bin_ns / 1e6, "packets": tp.counters["packets"], "flows": rows,
@@ -295,8 +306,10 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
     shutil.copyfile(js, out / "plotly.min.js")
     from benchbook.analysis.fairness import sorted_unique
 
-    label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" for f, a, sp, b, dp in zip(
-        flows["flow"], flows["src"], flows["sport"], flows["dst"], flows["dport"], strict=True)}
+    label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" + ("" if seen else " (start not captured)")
+             for f, a, sp, b, dp, seen in zip(flows["flow"], flows["src"], flows["sport"], flows["dst"],
+                                              flows["dport"], flows["start_seen"], strict=True)}
+    unseen = [label[int(f)] for f in flows["flow"][~flows["start_seen"]]]
     data: list[dict[str, Any]] = []
     _, _, thr = flow_goodput_series(intervals, column="throughput_bps")
     fids, starts, good = flow_goodput_series(intervals)
@@ -357,7 +370,10 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
             " cwnd: the sender's congestion window from the kernel's tcp_probe records (" + html_escape(
                 str(cwnd[1]["source"])) + ", " + str(cwnd[1]["matched"]) + " of " + str(cwnd[1]["records"])
             + " records matched, clock: " + str(cwnd[1]["clock"]) + ").")) + "</p><script>var fig = " + doc
-        + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script></body></html>\n", encoding="utf-8")
+        + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script>" + ("" if not unseen else (
+            "<p id=\"start-not-captured\">Start not captured (start_seen: false; no SYN at the start of a direction, "
+            "the capture began mid-connection: sequence coverage from the lowest sequence number seen): "
+            + html_escape("; ".join(unseen)) + ".</p>")) + "</body></html>\n", encoding="utf-8")
 
 
 def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",
@@ -401,8 +417,12 @@ def format_flows(summary: dict[str, Any]) -> str:
         r = f["rtt_ms"]
         rtt = "-" if r["min"] is None else f"{r['min']:.3f}/{r['mean']:.3f}/{r['p99']:.3f}"
         gp = "-" if f["goodput_bps"] is None else f"{f['goodput_bps'] / 1e6:.3f}"
+        mark = "" if f["start_seen"] else " *"
         lines.append(f"{f['src']:>22} {f['sport']:>5}  {f['dst']:>22} {f['dport']:>5} {f['packets']:>10} "
-                     f"{f['bytes']:>13} {gp:>14} {f['retransmissions']:>7} {f['out_of_order']:>6} {rtt:>24}")
+                     f"{f['bytes']:>13} {gp:>14} {f['retransmissions']:>7} {f['out_of_order']:>6} {rtt:>24}{mark}")
+    if any(not f["start_seen"] for f in summary["flows"]):
+        lines.append("* start not captured (no SYN at the start of a direction): sequence coverage from the lowest "
+                     "sequence number seen")
 
     def j(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.4f}"

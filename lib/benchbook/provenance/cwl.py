@@ -289,6 +289,8 @@ def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "ticks_per_half": _input("int?", "percentile ticks per half distance (default 5)",
                                      prefix="--ticks-per-half", position=2),
             "csv": _flag("--csv", "percentile distribution as CSV"),
+            "all_percentiles": _flag("--all-percentiles", "every percentile row, also those the sample count "
+                                     "cannot resolve, as HistogramLogProcessor prints them"),
             "merged_dir": _input("string?", "write merged.hlog and merged.json into this directory (. for the "
                                  "output directory) instead of printing a distribution", prefix="--merged-dir",
                                  position=2),
@@ -334,14 +336,14 @@ def notebook_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
     args: list[Any] = []
     position = 10
     for name, value in (("figure_id", "$(inputs.figure_id)"), ("paper_dir", "$(inputs.paper_dir.path)"),
-                        ("registry_dir", "$(inputs.paper_dir.path)"), ("output_dir", "$(runtime.outdir)/output")):
+                        ("output_dir", "$(runtime.outdir)/output")):
         for token in ("-p", name, value):
             args.append({"position": position, "valueFrom": token})
             position += 1
     return _tool(
         ["papermill"], "a paper notebook executed by papermill",
-        "Executes NOTEBOOK with the parameters benchbook reproduce passes (figure_id, paper_dir, registry_dir = "
-        "the paper folder, output_dir = output/) plus a YAML file of further parameters; writes the executed "
+        "Executes NOTEBOOK with the parameters benchbook reproduce passes (figure_id, paper_dir = the paper "
+        "folder, output_dir = output/) plus a YAML file of further parameters; writes the executed "
         "notebook and everything the notebook writes into output/.",
         {
             "notebook": _input("File", "the notebook (.ipynb)", position=1),

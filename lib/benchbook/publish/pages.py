@@ -12,9 +12,11 @@ from typing import Any
 from benchbook.provenance.environment import guix_rebuild_argv
 from benchbook.publish.runs import PublishedRun
 from benchbook.publish.verify import Checked
+from benchbook.reproduce.notebook_params import INJECTED_PARAMETERS
 
-# Parameters `benchbook reproduce` sets itself; the rebuild command leaves them out.
-AUTO_PARAMETERS = ("figure_id", "registry_dir", "paper_dir", "dataset_dir", "output_dir", "dry_run")
+# Parameters `benchbook reproduce` sets itself, which the rebuild command leaves out; and registry_dir, which it
+# passed beside paper_dir (the same folder) in runs recorded before the two became one parameter.
+AUTO_PARAMETERS = (*INJECTED_PARAMETERS, "registry_dir")
 OUTCOME_CLASSES = ("reproduced", "partial", "mismatch", "failed", "complete", "interrupted")
 
 _HEADER = """<header class="bb-header">

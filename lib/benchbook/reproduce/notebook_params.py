@@ -72,6 +72,11 @@ PATH_WORDS = ("path", "paths", "file", "files", "dir", "dirs", "directory", "fol
 _WORD_RE = re.compile(r"[A-Za-z]+")
 
 
+# What benchbook reproduce passes to every entry's notebook besides the entry's [parameters] and the -p overrides:
+# the entry id, its paper folder, its dataset (when it names one), the run directory, and dry_run (--dry-run).
+INJECTED_PARAMETERS = ("figure_id", "paper_dir", "dataset_dir", "output_dir", "dry_run")
+
+
 class ParameterError(BenchbookError, ValueError):
     """A -p override that names no parameter of the notebook, or a value run.json cannot hold."""
 

@@ -1,11 +1,14 @@
-"""Figure outputs of a reproduction notebook: export through benchbook.figures.save_figure and
-record in the verdict what was produced, or why a format could not be."""
+"""Outputs of a reproduction notebook: figures exported through benchbook.figures.save_figure and recorded in
+the verdict (what was produced, or why a format could not be); the name of a dry run's command list."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 DEFAULT_FORMATS = ("html", "png", "svg")
+# What a notebook run with dry_run=True writes into its output directory instead of measuring: every command
+# each host would run.
+DRY_RUN_FILE = "dry-run.txt"
 
 
 def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEFAULT_FORMATS) -> dict[str, str]:

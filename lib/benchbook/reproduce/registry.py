@@ -436,12 +436,12 @@ def load_registry(papers: list[Path | str] | tuple = (), use_env: bool = True) -
     return dict(sorted(entries.items()))
 
 
-def load_entry(figure_id: str, registry_dir: Path | str | None = None,
+def load_entry(figure_id: str, paper_dir: Path | str | None = None,
                papers: list[Path | str] | tuple = ()) -> FigureEntry:
-    """The entry `figure_id`: from the folder `registry_dir` (a paper folder, as notebooks receive
+    """The entry `figure_id`: from the folder `paper_dir` (a paper folder, as notebooks receive
     it) when given, otherwise from the whole search path."""
-    if registry_dir is not None:
-        folder = Path(registry_dir)
+    if paper_dir is not None:
+        folder = Path(paper_dir)
         path = folder / f"{figure_id}.toml"
         if not path.is_file():
             known = ", ".join(p.stem for p in _entry_files(folder)) or "none"
