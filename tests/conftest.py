@@ -19,6 +19,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 from benchbook.filelock import FileLock
 from benchbook.paths import SHARED_DATASETS
+from benchbook.reproduce.outputs import DEFAULT_FORMATS, FORMATS_ENV
 
 # --- parallel runs ------------------------------------------------------------------------------------------
 # `make test` runs `pytest -n <cores> --dist loadgroup`: every test is a unit of work for whichever worker is
@@ -63,7 +64,14 @@ def xdist_group_of(item: pytest.Item) -> str | None:
     return HOST_GROUP if item.get_closest_marker("root") is not None else None
 
 
+# The reproductions tests run save their figures as HTML only: a PNG and an SVG cost seconds of headless Chromium
+# each (a third of a short measured reproduction) and only the tests given ALL_FIGURE_FORMATS assert them (the
+# published site's thumbnails, Table III's exports). BENCHBOOK_FIGURE_FORMATS set before pytest starts wins.
+ALL_FIGURE_FORMATS = {FORMATS_ENV: ",".join(DEFAULT_FORMATS)}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(FORMATS_ENV, "html")  # subprocesses and notebook kernels inherit it
     if config.getvalue("dist") == "loadgroup" and not os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ[GROUPS_DIR_ENV] = tempfile.mkdtemp(prefix="bb-xdist-groups-")  # the workers inherit it
 
@@ -151,9 +159,11 @@ def shared_datasets() -> Path:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def reproduce_cli(runs_dir: Path, entry: str, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
-    """`benchbook reproduce ENTRY ARGS...` as a user runs it from the repository root, its runs under runs_dir."""
-    env = dict(os.environ, BENCHBOOK_RUNS=str(runs_dir))
+def reproduce_cli(runs_dir: Path, entry: str, *args: str, timeout_s: float = 900,
+                  all_figure_formats: bool = False) -> subprocess.CompletedProcess:
+    """`benchbook reproduce ENTRY ARGS...` as a user runs it from the repository root, its runs under runs_dir
+    (figures as HTML only unless all_figure_formats)."""
+    env = dict(os.environ, BENCHBOOK_RUNS=str(runs_dir), **(ALL_FIGURE_FORMATS if all_figure_formats else {}))
     return subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", entry, *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout_s)
 
@@ -191,7 +201,7 @@ def published_reproductions(tmp_path_factory) -> Reproductions:
     (tests using it take several minutes on their first use: give them @pytest.mark.timeout(1200))."""
     done = Reproductions(tmp_path_factory.mktemp("reproduced") / "runs")
     for folder in REPRODUCED_FOLDERS:
-        proc = reproduce_cli(done.runs_dir, "--all", "--paper", folder, timeout_s=1100)
+        proc = reproduce_cli(done.runs_dir, "--all", "--paper", folder, timeout_s=1100, all_figure_formats=True)
         done.outputs[folder], done.exit_codes[folder] = proc.stdout + proc.stderr, proc.returncode
     return done
 
