@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
-from benchbook.provenance.envcheck import check_environment, check_files, read_manifest
+from benchbook.provenance.envcheck import check_environment, check_files
 from benchbook.provenance.guix_index import index_path, read_index
+from benchbook.provenance.manifests import read_manifest
 from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, parse
 from conftest import require_program
 

@@ -167,8 +167,8 @@ def test_manifests_evaluate_with_guile_to_the_index_versions(tmp_path):
     package object (as `guix shell -m` does, nothing built); each is the package the index names."""
     import shutil
 
-    from benchbook.provenance.envcheck import read_manifest
     from benchbook.provenance.guix_eval import evaluate, prepare_tree
+    from benchbook.provenance.manifests import read_manifest
 
     git = _guix_git()
     guile = shutil.which("guile")

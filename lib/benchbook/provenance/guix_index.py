@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbook.errors import BenchbookError
+from benchbook.provenance.manifests import EnvFiles, read_manifest, read_requirements_in
 
 COLUMNS = ("name", "status", "version", "module", "variable", "build_system", "python", "wanted_for")
 PYTHON_BUILD_SYSTEMS = {
@@ -107,8 +108,6 @@ def read_index(path: Path) -> GuixIndex:
 
 def wanted_names(root: Path) -> dict[str, str]:
     """{Guix name: why} for every name the manifests use and the Guix name of every pip-lock dependency."""
-    from benchbook.provenance.envcheck import EnvFiles, read_manifest, read_requirements_in
-
     f = EnvFiles(Path(root))
     names: dict[str, str] = {}
     for manifest in (f.analysis, f.testbed):
