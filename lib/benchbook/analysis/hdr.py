@@ -548,7 +548,7 @@ def percentile_iteration(cum: np.ndarray, total: int, ticks_per_half: int = 5) -
 
 
 def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndarray) -> pd.DataFrame:
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: the tcp and latency commands import this module without it
 
     if not rows:
         return pd.DataFrame({"percentile": np.zeros(0), "value": np.zeros(0, dtype=np.int64),

@@ -15,12 +15,17 @@ which.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hlog import HlogWriter
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+from benchbook.analysis.percentiles import discrete_rank
 from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.report_dir import report_dir
@@ -35,9 +40,6 @@ class _Accumulator:
     """Receives batches of matches: per-second histograms, the total histogram, exact values."""
 
     def __init__(self, hlog_path: Path, max_latency_ns: int, exact_limit: int, comments: list[str]) -> None:
-        from benchbook.analysis.hdr import HdrHistogram
-        from benchbook.analysis.hlog import HlogWriter
-
         self._H = HdrHistogram
         self.highest = max(2, int(max_latency_ns))
         self.total = HdrHistogram(1, self.highest, 3)
@@ -115,8 +117,6 @@ class _Accumulator:
             w.close()
 
     def percentiles(self) -> tuple[dict[str, int | None], str]:
-        from benchbook.analysis.percentiles import discrete_rank
-
         n = self.total.total_count
         if n == 0:
             return {p: None for p in PERCENTILES}, "none: no matched packets"
@@ -150,9 +150,7 @@ def exact_from_buckets(total: Any, parquet: Path, percentiles: list[float]) -> d
     """Exact discrete percentiles without holding every latency: the histogram says which bucket
     holds each percentile's rank and how many latencies lie below it; one pass over the Parquet
     latency column collects just the values inside those buckets."""
-    import pyarrow.parquet as pq
-
-    from benchbook.analysis.percentiles import discrete_rank
+    import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads in the writer thread (latency_table)
 
     n = total.total_count
     lows, counts = total.recorded("lowest")
@@ -207,8 +205,6 @@ def analyze_captures(
     when everything succeeded: a failed run leaves an earlier report in ``out_dir`` exactly as it
     was. Every warning (capture truncation, zero latencies, ...) is kept in summary.json
     (details.warnings) and issued again as a Python warning."""
-    import warnings
-
     out = Path(out_dir)
     with report_dir(out, OUTPUT_FILES) as work:
         with warnings.catch_warnings(record=True) as caught:
@@ -239,8 +235,6 @@ def _analyze_into(
     exact_limit: int, html: bool,
 ) -> dict[str, Any]:
     if html:  # import the figure stack while the matching kernels (which release the GIL) run
-        import threading
-
         threading.Thread(target=_import_figures, name="import-figures", daemon=True).start()
     comments = [f"benchbook latency: pre={Path(pre).name} post={Path(post).name} key={key.describe()}",
                 "values in ns; one interval per second of capture time (by pre timestamp)"]
@@ -282,9 +276,9 @@ def _analyze_into(
 
 def _import_figures() -> None:
     try:
-        import plotly.io  # noqa: F401
+        import plotly.io  # noqa: F401,PLC0415 imported in a thread while the kernels match
 
-        import benchbook.figures  # noqa: F401
+        import benchbook.figures  # noqa: F401,PLC0415 imported in a thread while the kernels match
     except Exception:  # reported when the figure is made
         pass
 
@@ -292,7 +286,7 @@ def _import_figures() -> None:
 def _hdr_html(total: Any, out: Path) -> str:
     if total.total_count == 0:
         return "unavailable: no matched packets"
-    from benchbook.figures import hdr_percentile_plot, save_figure
+    from benchbook.figures import hdr_percentile_plot, save_figure  # noqa: PLC0415 plotly loaded by _import_figures
 
     percent, values = hdr_ladder(total)
     fig = hdr_percentile_plot({"latency": (percent, values)}, unit="us", title="Latency (post - pre)")
