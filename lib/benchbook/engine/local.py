@@ -7,14 +7,13 @@ import platform
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from benchbook import __version__
 from benchbook.engine.tasks import Outcome, Task, run_task
 
 
 def environment_versions() -> dict[str, str]:
     """Versions that must agree between the client and every worker: Python, benchbook, dask, distributed
     (the last two "absent" where not installed)."""
-    from benchbook import __version__
-
     out = {"python": platform.python_version(), "benchbook": __version__}
     for name in ("dask", "distributed"):
         try:

@@ -75,7 +75,7 @@ def security_from_env(environ: dict[str, str] | None = None) -> Any:
     for k, v in given.items():
         if not Path(v).is_file():
             raise EngineError(f"TLS: {k}={v}: no such file")
-    from distributed.security import Security
+    from distributed.security import Security  # noqa: PLC0415 heavy; the CLI imports options
 
     ca, cert, key = (given[k] for k in TLS_ENV)
     return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
@@ -86,11 +86,11 @@ def security_from_env(environ: dict[str, str] | None = None) -> Any:
 def open_engine(spec: EngineSpec, **dask_options: Any) -> Iterator[Any]:
     """The engine of ``spec``, closed (its local or ssh cluster stopped) when the block ends."""
     if spec.engine == "local":
-        from benchbook.engine.local import LocalEngine
+        from benchbook.engine.local import LocalEngine  # noqa: PLC0415 engines load when chosen
 
         engine: Any = LocalEngine()
     else:
-        from benchbook.engine.cluster import DaskEngine
+        from benchbook.engine.cluster import DaskEngine  # noqa: PLC0415 engines load when chosen
 
         dask_options.setdefault("security", security_from_env())
         engine = DaskEngine(scheduler=spec.scheduler, ssh_inventory=spec.ssh_inventory, **dask_options)

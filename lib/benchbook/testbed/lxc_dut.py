@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -171,8 +172,6 @@ class LxcTestpmdDut:
         self._teardown()
 
     def _guard_signals(self) -> None:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             def _raise(signum: int, frame: object) -> None:
                 raise KeyboardInterrupt(f"received signal {signal.Signals(signum).name}")
@@ -352,8 +351,6 @@ class LxcTestpmdDut:
 
 
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
