@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from benchbook.provenance.manifests import (
     read_manifest,
     read_requirements_in,
 )
+from benchbook.provenance.scheme import channel_commits
 
 
 @dataclass
@@ -124,8 +126,6 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
         analysis = read_manifest(f.analysis)
         testbed = read_manifest(f.testbed)
         exc_doc = tomllib.loads(f.exceptions.read_text(encoding="utf-8"))
-        from benchbook.provenance.scheme import channel_commits
-
         commits = channel_commits(f.channels)
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
         rep.problems.append(str(exc))
@@ -229,8 +229,6 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
 
 def check_running(lock_path: Path) -> CheckReport:
     """Every package of the lock installed at exactly its version in this interpreter."""
-    from importlib import metadata
-
     rep = CheckReport()
     lock = read_lock(lock_path)
     installed = {normalize(d.metadata["Name"]): d.version for d in metadata.distributions() if d.metadata["Name"]}
