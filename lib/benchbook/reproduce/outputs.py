@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchbook.figures import save_figure
+
 DEFAULT_FORMATS = ("html", "png", "svg")
 # What a notebook run with dry_run=True writes into its output directory instead of measuring: every command
 # each host would run.
@@ -18,18 +20,6 @@ def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEF
     """
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        from benchbook.figures import save_figure
-    except ImportError as exc:  # the figures package is not there: keep HTML at least
-        exports: dict[str, str] = {}
-        for fmt in formats:
-            if fmt == "html":
-                path = out / f"{stem}.html"
-                fig.write_html(str(path), include_plotlyjs="cdn")
-                exports[fmt] = str(path)
-            else:
-                exports[fmt] = f"unavailable: benchbook.figures.save_figure not importable ({exc})"
-    else:
-        exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
+    exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
     verdict.add_figure(stem, exports)
     return exports

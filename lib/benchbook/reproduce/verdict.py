@@ -33,6 +33,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
 from benchbook.atomic_write import write_json_atomic
 from benchbook.reproduce.registry import FigureEntry, PublishedValue
 
@@ -204,8 +209,6 @@ class Verdict:
         }
 
     def to_frame(self):
-        import pandas as pd
-
         return pd.DataFrame(
             [
                 {
@@ -271,10 +274,6 @@ class Verdict:
 
     def rich_table(self):
         """A rich renderable: the verdict table, then the numbered notes its rows refer to."""
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
         styles = {"match": "green", "mismatch": "bold red", "not derivable": "yellow",
                   "figure only": "cyan", "info": "dim"}
         table = Table(title=f"{self.figure_id}: {self.summary()}", show_lines=False, expand=False)
