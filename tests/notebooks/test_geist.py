@@ -12,6 +12,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_MISMATCH, EXIT_PARTIAL
 from benchbook.reproduce.registry import load_entry
+from benchbook.testbed.cleanup import leftovers
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,6 @@ def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
 def test_fig1_short_reproduction_measures_the_sawtooth_and_leaves_nothing(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     r = reproduce_cli(tmp_path, "geist-iitm19-fig1", "-p", "duration_s=4", timeout_s=300)
     assert r.returncode in (EXIT_PARTIAL, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
