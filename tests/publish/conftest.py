@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.publish.serve import make_server
+from benchbook.publish.site import build_site
+
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 # (entry id, -p overrides): fast entries; the demo runs twice with different sizes
 RUNS = [("wiedner-itc23-table3", []), ("benchbook-latency-demo", ["-p", "n_packets=12000"]),
@@ -29,8 +32,6 @@ def runs_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def site(runs_dir, tmp_path_factory) -> Path:
-    from benchbook.publish.site import build_site
-
     out = tmp_path_factory.mktemp("publish-site") / "site"
     build_site(out, all_runs=True, runs_dir=runs_dir)
     return out
@@ -39,8 +40,6 @@ def site(runs_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def served_site(site):
     """The site behind `benchbook serve`'s server on a free port of 127.0.0.1: its base URL."""
-    from benchbook.publish.serve import make_server
-
     server = make_server(site, port=0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
