@@ -6,12 +6,15 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from benchbook.paths import SHARED_DATASETS
+from benchbook.reproduce.registry import load_entry
+from benchbook.testbed.rootfs import is_built
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -52,8 +55,6 @@ class Reproductions:
     exit_codes: dict[str, int] = field(default_factory=dict)  # paper folder -> exit status of its --all
 
     def folder_of(self, figure_id: str) -> str:
-        from benchbook.reproduce.registry import load_entry
-
         return load_entry(figure_id).folder.name
 
     def output_of(self, figure_id: str) -> str:
@@ -94,10 +95,6 @@ def require_rootfs(recipe) -> None:
     """Skip unless the cached root file system of ``recipe`` (benchbook.testbed.rootfs.RootfsRecipe) exists or
     can be built here: building needs root, debootstrap and network to the recipe's Debian mirror. Anything
     else that goes wrong while building is a failure of the test, not a skip."""
-    import urllib.request
-
-    from benchbook.testbed.rootfs import is_built
-
     if is_built(recipe):
         return
     require_root()
