@@ -96,6 +96,7 @@ reproduce: venv kernels deps native
 	case $$rc in \
 	  0) ;; \
 	  4) echo "reproduce: partial entries above say which values are not derivable here and why";; \
+	  6) echo "reproduce: inconclusive entries above say how many runs a decisive verdict would need";; \
 	  1) echo "reproduce: MISMATCH: the entries marked mismatch above computed values outside the published ones";; \
 	  *) exit $$rc;; \
 	esac

@@ -55,7 +55,7 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     verdict = json.loads((run / "verdict.json").read_text())
     rows = {row["name"]: row for row in verdict["rows"]}
     assert rows["Fig. 3: time without retransmissions before the spike"]["status"] == "not derivable"
-    assert rows["Fig. 3: retransmission score over the connection, every 0.1 s"]["status"] == "figure only"
+    assert rows["Fig. 3: retransmission score over the connection, every 0.1 s"]["status"] == "figure redrawn"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["tcpdump"]["dropped_by_kernel"] == 0
     capture = rows["retransmitted segments in the capture (zeek rule)"]

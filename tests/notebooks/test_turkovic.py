@@ -78,7 +78,7 @@ def test_figure_entry_draws_the_mixed_pair_and_marks_vegas_not_derivable(tmp_pat
     (run,) = sorted((tmp_path / "turkovic-diss-fig5-5").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
     rows = {row["name"]: row for row in verdict["rows"]}
-    assert rows["Cubic vs BBR over time"]["status"] == "figure only"
+    assert rows["Cubic vs BBR over time"]["status"] == "figure redrawn"
     assert {"cubic-bbr-throughput", "cubic-bbr-jain"} <= set(verdict["figures"])
     assert (run / "cubic-bbr-jain.html").is_file()
     if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():

@@ -18,7 +18,7 @@ from conftest import SHARES_REPRODUCTIONS
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "reproduce-verdicts.json"
 BEFORE = json.loads(SNAPSHOT.read_text(encoding="utf-8"))["entries"]
-SEVERITY = ("reproduced", "partial", "mismatch", "failed")
+SEVERITY = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed")
 
 
 def _same(a, b) -> bool:

@@ -13,15 +13,22 @@
     --list/--all --paper PAPER_ID     only the entries of that paper folder
 
 Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
-failed > mismatch > partial > reproduced; skipped entries do not count):
+failed > mismatch > inconclusive > partial > figure redrawn > reproduced; skipped entries do not count;
+the words are docs/statistics.md's):
 
-    0  reproduced  every published value derived here matched (or there was nothing to compare)
-    1  mismatch    a computed value disagrees with the published one
-    2  usage       bad usage or a malformed registry entry / paper folder
-    3  cannot run  the entry cannot run on this machine (the reason is printed)
-    4  partial     no mismatch, but some published values are not derivable here; the verdict says
-                   whether the figure's principal claim was reproduced
-    5  failed      the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
+    0  reproduced      every published value derived here matched / was reproduced within its margin
+       figure redrawn  nothing to compare: the figure was redrawn (counted apart from reproduced)
+    1  mismatch        a value disagrees with the published one (or a principal claim fails)
+    2  usage           bad usage or a malformed registry entry / paper folder
+    3  cannot run      the entry cannot run on this machine (the reason is printed)
+    4  partial         no mismatch, but some published values are not derivable (or not comparable) here;
+                       the verdict says whether the figure's principal claim was reproduced
+    5  failed          the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
+    6  inconclusive    a measured entry whose runs decide neither way (too few runs, a statistic the runs
+                       cannot resolve, a margin below the noise floor); the rows say how many runs would
+
+For a measured entry each row shows the estimate (median over runs), its 95 % interval, the margin and the
+runs; then "k of m reproduced; m*alpha = x mismatches expected by chance" and the claims.
 
 Options: --papers DIR (repeatable) and BENCHBOOK_PAPERS=dir1:dir2 add paper folders (or folders of
 paper folders) to the built-in ones under notebooks/; --runs-dir where run directories go (default
@@ -48,11 +55,13 @@ EXIT_BAD_USAGE = 2
 EXIT_CANNOT_RUN = 3
 EXIT_PARTIAL = 4
 EXIT_FAILED = 5
-EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "mismatch": EXIT_MISMATCH, "skipped": EXIT_CANNOT_RUN,
-              "partial": EXIT_PARTIAL, "failed": EXIT_FAILED}
-_SEVERITY = ("reproduced", "partial", "mismatch", "failed")
-_STYLES = {"reproduced": "green", "partial": "yellow", "mismatch": "bold red", "failed": "bold red",
-           "skipped": "yellow", "dry run": "cyan"}
+EXIT_INCONCLUSIVE = 6
+EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "figure redrawn": EXIT_REPRODUCED, "mismatch": EXIT_MISMATCH,
+              "skipped": EXIT_CANNOT_RUN, "partial": EXIT_PARTIAL, "failed": EXIT_FAILED,
+              "inconclusive": EXIT_INCONCLUSIVE}
+_SEVERITY = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed")
+_STYLES = {"reproduced": "green", "figure redrawn": "cyan", "partial": "yellow", "inconclusive": "magenta",
+           "mismatch": "bold red", "failed": "bold red", "skipped": "yellow", "dry run": "cyan"}
 
 
 def _console():
@@ -100,10 +109,11 @@ def _print_result(res, console) -> None:
         for stem, exports in verdict.figures.items():
             shown = ", ".join(f"{fmt}: {path}" for fmt, path in exports.items())
             console.print(f"  figure [bold]{stem}[/]: {shown}")
-        if verdict.claim_text:
-            status = verdict.claim_status()
-            style = {"reproduced": "green", "mismatch": "bold red"}.get(status, "yellow")
-            console.print(f"principal claim: {verdict.claim_text} [{style}]{status}[/]", highlight=False)
+        claim = verdict.claim()
+        if claim["text"]:
+            style = {"reproduced": "green", "mismatch": "bold red", "figure redrawn": "cyan"}.get(claim["status"],
+                                                                                             "yellow")
+            console.print(f"principal claim: {claim['text']} [{style}]{claim['status']}[/]", highlight=False)
     if res.plan is not None:
         console.print(res.plan, highlight=False, markup=False, end="")
     console.print(f"[{_STYLES[res.outcome]}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
@@ -178,10 +188,27 @@ def _show_entry(entry, console) -> None:
         for col in ("name", "value", "compared", "declared source"):
             pt.add_column(col, overflow="fold")
         for pv in entry.published:
-            src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
-                            if getattr(pv, k) is not None)
+            if pv.measured:
+                where = f"runs of {pv.arm}:{pv.run_statistic}" if pv.arm else ""
+                src = (f"{where} ({pv.value_range})" if pv.comparable else
+                       "; ".join(x for x in (where, f"not comparable: {pv.not_comparable_reason}") if x))
+            else:
+                src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
+                                if getattr(pv, k) is not None)
             pt.add_row(escape(pv.name), f"{pv.value:g} {pv.unit}".strip(), pv.tolerance_text(), escape(src or "-"))
         console.print(pt)
+    if entry.claims:
+        ct = Table(title=f"{len(entry.claims)} claims (* principal), judged across runs")
+        for col in ("id", "test", "text"):
+            ct.add_column(col, overflow="fold")
+        for c in entry.claims:
+            d = c.as_dict()
+            test = " ".join(f"{k}={d[k]}" for k in ("test", "a", "b", "within", "successes", "trials", "q")
+                            if k in d)
+            margin = c.margin_text()
+            ct.add_row(c.id + (" *" if c.principal else ""), escape(test + (f" margin {margin}" if margin else "")),
+                       escape(c.text))
+        console.print(ct)
     params = notebook_parameters(entry.notebook_path) if entry.notebook_path.is_file() else []
     from benchbook.reproduce.notebook_params import INJECTED_PARAMETERS
 
@@ -303,5 +330,5 @@ def _summary(results: list, console) -> None:
                       str(r.run_dir) if r.run_dir is not None else "-")
     console.print(table)
     counts = Counter(r.outcome for r in results)
-    order = ("reproduced", "partial", "mismatch", "failed", "skipped")
+    order = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed", "skipped")
     console.print("outcomes: " + ", ".join(f"{counts[o]} {o}" for o in order if counts[o]), highlight=False)

@@ -5,10 +5,10 @@ the verdict it wrote; serially here, or the entries from published data as tasks
     reproduce_entries(entries, spec) every entry, in order; on a dask engine the published-data ones as tasks
     prepare_entry / judge_run        the two halves around the notebook run (the engine path runs it elsewhere)
 
-Outcomes: "reproduced" | "partial" | "mismatch" | "failed" (from the verdict and the run's status),
-"skipped" (the entry cannot run here; the detail says why), "dry run" (dry_run=True: the notebook wrote its
-commands into dry-run.txt, in EntryResult.plan). `benchbook reproduce` (benchbook.commands.reproduce) prints
-what these return and exits with the outcome.
+Outcomes: "reproduced" | "figure redrawn" | "partial" | "inconclusive" | "mismatch" | "failed" (from the verdict,
+benchbook.reproduce.verdict, and the run's status), "skipped" (the entry cannot run here; the detail says why),
+"dry run" (dry_run=True: the notebook wrote its commands into dry-run.txt, in EntryResult.plan).
+`benchbook reproduce` (benchbook.commands.reproduce) prints what these return and exits with the outcome.
 
 What a reproduction tells on the way (a dataset verified, a notebook starting, the engine it runs on) goes to
 the ``progress`` callback as a Progress; results go to ``on_result`` as each entry ends.
@@ -40,7 +40,7 @@ class EntryResult:
 
     id: str
     mode: str
-    outcome: str = ""  # reproduced | partial | mismatch | failed | skipped | dry run
+    outcome: str = ""  # reproduced | figure redrawn | partial | inconclusive | mismatch | failed | skipped | dry run
     detail: str = ""
     run_dir: Path | None = None
     verdict: Verdict | None = None
@@ -131,7 +131,8 @@ def judge_run(entry: FigureEntry, result: EntryResult, run_dir: Path, status: st
         result.outcome, result.detail = "failed", f"the notebook wrote no {VERDICT_FILE} into {run_dir}"
     else:
         result.outcome, result.detail = result.verdict.outcome, result.verdict.summary()
-        if result.verdict.outcome == "partial" or result.verdict.claim_text:
+        if result.verdict.outcome in ("partial", "inconclusive") or result.verdict.claim_text or \
+                result.verdict.claims:
             result.detail += f"; principal claim: {result.verdict.claim_status()}"
     return result
 
