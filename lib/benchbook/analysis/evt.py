@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -387,20 +387,6 @@ def parameter_stability(data: np.ndarray, thresholds: Sequence[float], n_total: 
                      "sigma_star": s_star, "sigma_star_low": s_star - z * se_star,
                      "sigma_star_high": s_star + z * se_star})
     return pd.DataFrame(rows)
-
-
-def probability_plot_data(model: PotModel, data: np.ndarray):
-    """Empirical (i/(k+1)) against model probabilities of the sorted exceedances (Coles §4.3.5)."""
-    y = np.sort(exceedances(data, model.threshold))
-    k = y.size
-    emp = np.arange(1, k + 1) / (k + 1)
-    mod = genpareto.cdf(y, model.xi, loc=0.0, scale=model.sigma)
-    q = genpareto.ppf(emp, model.xi, loc=0.0, scale=model.sigma)
-    return pd.DataFrame({"excess": y, "empirical": emp, "model": mod, "model_quantile": q})
-
-
-def with_n_total(model: PotModel, n_total: int) -> PotModel:
-    return replace(model, n_total=int(n_total))
 
 
 # -- dependence: clusters of exceedances ----------------------------------------------------------

@@ -368,9 +368,6 @@ class HdrHistogram:
         first = hdr_codec.nonzero_bounds(self.counts)[0]
         return self.layout.value_from_index(first) if first >= 0 else 0
 
-    def count_at_value(self, value: int) -> int:
-        return int(self.counts[self.layout.counts_index(int(value))])
-
     # ---- percentiles --------------------------------------------------------------------------
     def _ranks(self, ps: Sequence[float], rank: RankRule) -> np.ndarray:
         rule = discrete_rank if rank == "ceil" else nearest_rank
@@ -500,12 +497,6 @@ class HdrHistogram:
         """Decode a base64 compressed histogram (V0, V1 or V2) as any HdrHistogram tool writes it.
         Raises hdr_codec.HdrFormatError (a ValueError) saying what is wrong."""
         return cls.from_decoded(hdr_codec.decode_base64(b64))
-
-    @classmethod
-    def from_counts(cls, values: np.ndarray, counts: np.ndarray, **layout) -> HdrHistogram:
-        h = cls(**layout)
-        h.record(values, counts)
-        return h
 
     def __repr__(self) -> str:
         return (f"HdrHistogram(lowest={self.lowest_discernible_value}, highest={self.highest_trackable_value}, "

@@ -123,9 +123,6 @@ class HdrLayout:
     def highest_equivalent_value(self, value: int) -> int:
         return self.lowest_equivalent_value(value) + self.size_of_equivalent_range(value) - 1
 
-    def median_equivalent_value(self, value: int) -> int:
-        return self.lowest_equivalent_value(value) + (self.size_of_equivalent_range(value) >> 1)
-
     @property
     def max_trackable_value(self) -> int:
         """Largest value that still has a slot (the highest equivalent of the last slot)."""

@@ -32,7 +32,6 @@ _ALIASES = {"jpg": "jpeg", "htm": "html"}
 _BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 # Where `plotly.min.js` lives relative to HTML files written with html_plotlyjs="directory".
-PLOTLYJS_FILENAME = "plotly.min.js"
 
 
 def find_browser() -> str | None:

@@ -20,7 +20,6 @@ LOCK_FILE = MANIFESTS_DIR / "requirements.lock"
 CHANNELS_FILE = REPO_ROOT / "channels.scm"
 ANALYSIS_MANIFEST = MANIFESTS_DIR / "analysis.scm"
 TESTBED_MANIFEST = MANIFESTS_DIR / "testbed.scm"
-ENVIRONMENT_YML = REPO_ROOT / "environment.yml"
 
 
 def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10.0) -> subprocess.CompletedProcess:
