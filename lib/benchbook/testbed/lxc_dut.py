@@ -57,7 +57,6 @@ KIND = "testpmd-lxc"
 TESTPMD_IN_ROOTFS = "/usr/bin/dpdk-testpmd"
 READY_MARK = "Press enter to exit"
 BYE_MARK = "Bye..."
-DutUnavailable = NotRunnable  # the DuT cannot run on this host; str(exc) says why (never emulated)
 
 
 def testpmd_argv(ifaces: Sequence[str], cpu: int, file_prefix: str, mem_mb: int = 128,
