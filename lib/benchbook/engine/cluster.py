@@ -32,6 +32,7 @@ from distributed.deploy.ssh import SSHCluster
 from distributed.scheduler import KilledWorker
 
 from benchbook.engine.local import environment_versions, error_text
+from benchbook.engine.options import EngineSpec, security_from_env
 from benchbook.engine.tasks import EngineError, Outcome, Task, run_task
 from benchbook.testbed.inventory import Inventory
 
@@ -50,6 +51,13 @@ def run_on_worker(task: Task) -> tuple[Any, str]:
 
 class DaskEngine:
     name = "dask"
+
+    @classmethod
+    def from_spec(cls, spec: EngineSpec, **options: Any) -> DaskEngine:
+        """The engine registered as "dask" (benchbook.engine.options.ENGINES): the spec's scheduler or ssh
+        inventory (else a local cluster), TLS from BENCHBOOK_TLS_* unless ``security`` is given."""
+        options.setdefault("security", security_from_env())
+        return cls(scheduler=spec.scheduler, ssh_inventory=spec.ssh_inventory, **options)
 
     def __init__(self, *, scheduler: str | None = None, ssh_inventory: str | os.PathLike | None = None,
                  n_workers: int | None = None, security: Any = None,

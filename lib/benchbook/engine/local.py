@@ -32,6 +32,12 @@ def error_text(exc: BaseException) -> str:
 class LocalEngine:
     name = "local"
 
+    @classmethod
+    def from_spec(cls, spec: Any, **options: Any) -> LocalEngine:
+        """The engine registered as "local" (benchbook.engine.options.ENGINES); ``options`` are the Dask
+        engine's, a local engine has none."""
+        return cls()
+
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Run each task here; a task's exception becomes a failed Outcome (KeyboardInterrupt stops)."""
         for t in tasks:
