@@ -114,7 +114,7 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
             if out["pid"] is True:
                 raise AssertionError("the run ended before the process to kill was found")
             os.kill(out["pid"], signal.SIGKILL)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             out["error"] = exc
 
     t = threading.Thread(target=run, daemon=True)

@@ -31,7 +31,7 @@ class ByteSource:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         check_capture_file(self.path)
-        self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self._raw: BinaryIO = open(self.path, "rb")  # closed in close()
         self._prefix = self._raw.read(4)  # no seek: FIFOs cannot go back
         self.compressed = self._prefix == ZSTD_MAGIC
         self.truncated: str | None = None
@@ -178,7 +178,7 @@ def check_capture_file(path: Path) -> None:
 def open_output(path: str | Path, level: int = 3) -> BinaryIO:
     """Open path for writing; a name ending in .zst gets a zstd stream."""
     path = Path(path)
-    raw = open(path, "wb")  # noqa: SIM115
+    raw = open(path, "wb")  # returned or wrapped: the caller closes it
     if path.suffix == ".zst":
         return zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=True)
     return io.BufferedWriter(raw, buffer_size=1 << 20) if not isinstance(raw, io.BufferedWriter) else raw

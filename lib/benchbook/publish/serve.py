@@ -91,9 +91,9 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     def _refuse(self) -> None:
         self.send_error(405, "Method not allowed: this server is read-only")
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # http.server's method names
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+    def log_message(self, format, *args):  # the base class's signature
         if getattr(self.server, "quiet", False):
             return
         super().log_message(format, *args)
