@@ -410,6 +410,14 @@ class HdrHistogram:
         values = self.layout.highest_values(idx)
         return ladder_frame(rows, values, np.cumsum(c))
 
+    def ladder_points(self, ticks_per_half: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """(percent, value) of :meth:`percentile_ladder` without its table (no pandas): an HDR plot's points."""
+        idx, c = self._nonzero()
+        rows = percentile_iteration(np.cumsum(c), self._total, ticks_per_half)
+        levels = np.array([r[0] for r in rows], dtype=np.float64)
+        pos = np.array([r[1] for r in rows], dtype=np.int64)
+        return levels, np.asarray(self.layout.highest_values(idx))[pos].astype(np.int64)
+
     def percentile_distribution(
         self, ticks_per_half: int = 5, value_scale: float = 1.0, csv: bool = False
     ) -> str:
