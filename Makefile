@@ -1,7 +1,7 @@
 # benchbook: every target bootstraps what it needs by itself.
 #   make reproduce   reproduce every registered figure that can run on this machine
 #   make test        lint (ruff, import-linter contracts), then run the test suite
-#   make lint        ruff and the import-linter contracts (pyproject.toml) alone
+#   make lint        ruff, the import-linter contracts (pyproject.toml) and the dead-code check alone
 #   make bench       side-by-side speed comparisons (results in BENCHMARKS.md)
 #   make site        publish every run under data/runs as a static site (SITE, default build/site)
 #   make lab         JupyterLab on the paper folders in notebooks/ (LAB_ARGS, LAB_PORT)
@@ -77,10 +77,13 @@ $(NATIVE): native/loadgen/bb-loadgen.c | deps
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-# ruff (pyproject [tool.ruff]) and the architecture's import contracts (pyproject [tool.importlinter]).
+# ruff (pyproject [tool.ruff]), the architecture's import contracts (pyproject [tool.importlinter]), the reason of
+# every import kept inside a function, and dead code (vulture; tests/lint/vulture_allowlist.py says what it cannot see).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python tests/lint/noqa_reasons.py
+	$(BIN)/python tests/lint/dead_code.py
 
 # `make test` is the one command for a fresh clone. The set-up's independent parts run at once (the Debian
 # packages beside the Python environment, then the kernel build and lint), the DuT root file systems are built

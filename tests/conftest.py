@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from xdist.scheduler import LoadScopeScheduling
 from benchbook.filelock import FileLock
 from benchbook.paths import SHARED_DATASETS
 from benchbook.reproduce.outputs import DEFAULT_FORMATS, FORMATS_ENV
+from benchbook.reproduce.registry import load_entry
+from benchbook.testbed.rootfs import is_built
 
 # --- parallel runs ------------------------------------------------------------------------------------------
 # `make test` runs `pytest -n <cores> --dist loadgroup`: every test is a unit of work for whichever worker is
@@ -182,8 +185,6 @@ class Reproductions:
     exit_codes: dict[str, int] = field(default_factory=dict)  # paper folder -> exit status of its --all
 
     def folder_of(self, figure_id: str) -> str:
-        from benchbook.reproduce.registry import load_entry
-
         return load_entry(figure_id).folder.name
 
     def output_of(self, figure_id: str) -> str:
@@ -224,10 +225,6 @@ def require_rootfs(recipe) -> None:
     """Skip unless the cached root file system of ``recipe`` (benchbook.testbed.rootfs.RootfsRecipe) exists or
     can be built here: building needs root, debootstrap and network to the recipe's Debian mirror. Anything
     else that goes wrong while building is a failure of the test, not a skip."""
-    import urllib.request
-
-    from benchbook.testbed.rootfs import is_built
-
     if is_built(recipe):
         return
     require_root()

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from benchbook.commands.reproduce import EXIT_CODES
@@ -127,7 +128,6 @@ def test_failed_notebook_and_dry_run(tmp_path):
     folder = tmp_path / "papers" / "tiny"
     folder.mkdir(parents=True)
     (folder / "paper.toml").write_text('id = "tiny"\ntitle = "t"\ncitation = "c"\n')
-    import nbformat
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}

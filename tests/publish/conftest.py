@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.publish.serve import make_server
+from benchbook.publish.site import build_site
 from conftest import ALL_FIGURE_FORMATS
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
@@ -33,8 +35,6 @@ def runs_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def site(runs_dir, tmp_path_factory) -> Path:
-    from benchbook.publish.site import build_site
-
     out = tmp_path_factory.mktemp("publish-site") / "site"
     build_site(out, all_runs=True, runs_dir=runs_dir)
     return out
@@ -43,8 +43,6 @@ def site(runs_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def served_site(site):
     """The site behind `benchbook serve`'s server on a free port of 127.0.0.1: its base URL."""
-    from benchbook.publish.serve import make_server
-
     server = make_server(site, port=0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

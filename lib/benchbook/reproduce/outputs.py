@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from benchbook.figures import save_figure
+from benchbook.figures.export import keep_browser_open
+
 DEFAULT_FORMATS = ("html", "png", "svg")
 # Fewer formats for every figure of a run: a comma-separated list that holds html (e.g. "html": no static images,
 # each of which costs seconds of headless Chromium).
@@ -36,22 +39,9 @@ def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=Non
     formats = figure_formats() if formats is None else formats
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        from benchbook.figures import save_figure
-        from benchbook.figures.export import keep_browser_open
-    except ImportError as exc:  # the figures package is not there: keep HTML at least
-        exports: dict[str, str] = {}
-        for fmt in formats:
-            if fmt == "html":
-                path = out / f"{stem}.html"
-                fig.write_html(str(path), include_plotlyjs="cdn")
-                exports[fmt] = str(path)
-            else:
-                exports[fmt] = f"unavailable: benchbook.figures.save_figure not importable ({exc})"
-    else:
-        # a notebook's figures share one headless browser: the first static export starts it, the process's
-        # exit stops it (a browser per figure costs seconds of start-up each)
-        keep_browser_open()
-        exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
+    # a notebook's figures share one headless browser: the first static export starts it, the process's
+    # exit stops it (a browser per figure costs seconds of start-up each)
+    keep_browser_open()
+    exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
     verdict.add_figure(stem, exports)
     return exports
