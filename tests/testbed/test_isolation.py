@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.cleanup import sweep_leftovers
 from benchbook.testbed.isolation import NotRunnable, isolation, mode_status, v2_cpuset_status
 from benchbook.testbed.names import new_token
 from benchbook.tools import cgroups as cg
@@ -117,11 +119,6 @@ def test_unknown_mode():
 
 @pytest.mark.root
 def test_sigkilled_recipe_is_undone_by_the_sweep():
-    import subprocess
-    import sys
-
-    from benchbook.testbed.cleanup import sweep_leftovers
-
     root = _v1_root()
     before_lb = cg.read(root / "cpuset.sched_load_balance")
     code = ("import time\n"
