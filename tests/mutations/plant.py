@@ -152,6 +152,14 @@ MUTATIONS = (
         hint="sequential.py",
     ),
     Mutation(
+        "sequential-first-look-without-interval",
+        "--until-decisive keeps a first look of 6 runs per arm with K > 1 looks planned: no interval of a median "
+        "exists at 1 - alpha/K there, so the look decides no row and spends its alpha/K for nothing",
+        (("        if fewest <= first:\n", "        if True:\n"),),
+        ("tests/reproduce/test_until_decisive.py::test_durations_and_the_look_plan",),
+        hint="sequential.py",
+    ),
+    Mutation(
         "extension-redoes-finished-runs",
         "more repetitions on a run directory rerun the finished runs instead of extending the plan",
         (("        todo = [i for i, rec in enumerate(runner.records) if rec is None or rec[\"status\"] not in "

@@ -1,8 +1,9 @@
 """`benchbook reproduce ID --runs N` and `--until-decisive` on a measured entry whose verdict is decided by a known
-number of runs (tests/data/sequential-paper: inconclusive at 6 runs per arm, reproduced from 12): the looks
-double the runs on one run directory without rerunning a finished run, each judged at alpha / K; the budget stops
-the looks; --runs sets the notebook's repetitions and is refused for a published-data entry. The sequential rule
-itself (Bonferroni over looks keeps the family-wise error at alpha) is checked by simulation with known truth."""
+number of runs (tests/data/sequential-paper: inconclusive at 6 runs per arm, reproduced from 12; at alpha / 3
+inconclusive at 7, reproduced at 14): the looks double the runs on one run directory without rerunning a finished
+run, each judged at alpha / K; the budget stops the looks; --runs sets the notebook's repetitions and is refused
+for a published-data entry. The sequential rule itself (Bonferroni over looks keeps the family-wise error at
+alpha) is checked by simulation with known truth."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from benchbook.analysis.intervals import order_statistic_ranks
+from benchbook.analysis.intervals import equal_tailed_ranks
 from benchbook.cli import build_app
 from benchbook.commands.reproduce import EXIT_BAD_USAGE
 from benchbook.reproduce.sequential import (
@@ -57,8 +58,16 @@ def test_durations_and_the_look_plan() -> None:
     with pytest.raises(SequentialError, match="at least the first look's 6 runs"):
         look_schedule(2, 5)
     plan = look_plan(3)
-    assert plan.runs == (6, 12, 24) and plan.looks == 3 and plan.alpha_per_look == pytest.approx(0.05 / 3)
-    assert plan.as_dict()["runs_per_look"] == [6, 12, 24]
+    assert plan.runs == (7, 14, 28) and plan.looks == 3 and plan.alpha_per_look == pytest.approx(0.05 / 3)
+    # the first look is raised to the fewest runs whose interval of a median exists at 1 - alpha/K (equal tails)
+    assert look_plan(6, 24).runs == (7, 14, 24) and look_plan(6, 48).runs == (8, 16, 32, 48)
+    assert look_plan(6, 8).runs == (7, 8) and look_plan(6, 6).runs == (6,) and look_plan(6, 7).runs == (7,)
+    assert look_plan(12).runs == (12, 24, 48)
+    for first, top in ((1, None), (6, 24), (6, 48), (6, 8), (6, 100), (9, 300)):
+        p = look_plan(first, top)
+        assert equal_tailed_ranks(p.runs[0], 0.5, 1 - p.alpha_per_look) is not None, p
+        assert equal_tailed_ranks(p.runs[0] - 1, 0.5, 1 - p.alpha_per_look) is None or p.runs[0] == max(first, 6), p
+    assert plan.as_dict()["runs_per_look"] == [7, 14, 28]
 
 
 def test_undecided_items_and_the_alpha_they_were_judged_at() -> None:
@@ -81,13 +90,13 @@ def test_undecided_items_and_the_alpha_they_were_judged_at() -> None:
 def _sequential_false_decisions(alpha_per_look: float, schedule: tuple[int, ...], trials: int,
                                 rng: np.random.Generator) -> float:
     """Share of simulated A/A sequences (true median of the per-run differences 0) in which some look calls the
-    directional claim "a > b" or "a < b" decided: the 1 - alpha_per_look order-statistic interval of the median
-    of the per-run differences (analysis.intervals' ranks) lies wholly on one side of 0 at any look (the looks
-    share their runs)."""
+    directional claim "a > b" or "a < b" decided: the 1 - alpha_per_look equal-tailed order-statistic interval of
+    the median of the per-run differences (the judge's ranks, analysis.intervals.equal_tailed_ranks) lies wholly
+    on one side of 0 at any look (the looks share their runs)."""
     d = rng.standard_normal((trials, schedule[-1]))
     wrong = np.zeros(trials, dtype=bool)
     for r in schedule:
-        ranks = order_statistic_ranks(r, 0.5, 1 - alpha_per_look)
+        ranks = equal_tailed_ranks(r, 0.5, 1 - alpha_per_look)
         if ranks is None:       # too few runs for an interval at this level: that look decides nothing
             continue
         j, k, _coverage = ranks
@@ -99,13 +108,13 @@ def _sequential_false_decisions(alpha_per_look: float, schedule: tuple[int, ...]
 def test_bonferroni_over_looks_keeps_the_family_wise_error_at_alpha() -> None:
     """Known truth: no effect. Looks at the planned runs each judged at alpha / K decide wrongly in at most alpha
     of the sequences; judging every look at alpha (the bug the rule prevents) exceeds alpha."""
-    plan = look_plan(6, 48)                     # 6, 12, 24, 48: K = 4
+    plan = look_plan(6, 192)                    # 8, 16, 32, 64, 128, 192: K = 6
     rng = np.random.default_rng(20240521)
     split = _sequential_false_decisions(plan.alpha_per_look, plan.runs, 20_000, rng)
     unsplit = _sequential_false_decisions(plan.alpha, plan.runs, 20_000, rng)
     # binomial sd of a share near 0.05 over 20,000 sequences is 0.0015
-    assert split <= 0.05, split                 # about 0.02: Bonferroni is conservative
-    assert unsplit > 0.08, unsplit              # about 0.10 when every look is judged at alpha
+    assert split <= 0.05, split                 # 0.032: Bonferroni is conservative
+    assert unsplit > 0.08, unsplit              # 0.107 when every look is judged at alpha
     assert split < unsplit
 
 
@@ -113,35 +122,35 @@ def test_bonferroni_over_looks_keeps_the_family_wise_error_at_alpha() -> None:
 def test_until_decisive_extends_the_run_look_by_look_until_decisive(tmp_path: Path) -> None:
     r = reproduce(tmp_path, "--until-decisive", "--max-runs", "24")
     out = r.stdout + r.stderr
-    assert "looks after 6, 12, 24 runs per arm, each judged at alpha = 0.05 / 3 = 0.01667" in out, out[-3000:]
+    assert "looks after 7, 14, 24 runs per arm, each judged at alpha = 0.05 / 3 = 0.01667" in out, out[-3000:]
     run = the_run(tmp_path)
     record = json.loads((run / "run.json").read_text())
     seq = record["sequential"]
-    assert [look["runs_per_arm"] for look in seq["looks"]] == [6, 12], out[-3000:]
+    assert [look["runs_per_arm"] for look in seq["looks"]] == [7, 14], out[-3000:]
     assert seq["stopped"].startswith("decisive at look 2") and seq["looks_planned"] == 3
     first, second = seq["looks"]
-    assert [u["name"] for u in first["undecided"]] == ["x: rate"] and first["runs_needed"] >= 7
+    assert [u["name"] for u in first["undecided"]] == ["x: rate"]    # [85, 115]: 98.3 % over 7 runs is [X(1), X(7)]
     assert second["undecided"] == [] and first["alpha"] == second["alpha"] == pytest.approx(0.05 / 3)
     verdict = json.loads((run / "verdict.json").read_text())
     (row,) = verdict["rows"]
-    assert row["status"] == "reproduced" and row["runs"] == 12 and row["alpha"] == pytest.approx(0.05 / 3)
+    assert row["status"] == "reproduced" and row["runs"] == 14 and row["alpha"] == pytest.approx(0.05 / 3)
     # one run directory: the plan extended, the first look's runs kept, the seeded order unchanged
     summary = json.loads((run / "repetitions.json").read_text())
-    assert summary["plan"]["repetitions"] == 12 and [(e["from"], e["to"]) for e in summary["extensions"]] == [(6, 12)]
+    assert summary["plan"]["repetitions"] == 14 and [(e["from"], e["to"]) for e in summary["extensions"]] == [(7, 14)]
     seed = summary["plan"]["seed"]
     rng = np.random.default_rng(seed)
-    order = [["x", "y"][i] for _ in range(12) for i in rng.permutation(2)]
+    order = [["x", "y"][i] for _ in range(14) for i in rng.permutation(2)]
     assert [o["arm"] for o in summary["order"]] == order
     for slot in summary["order"]:
         rec = json.loads((run / slot["dir"] / "repetition.json").read_text())
         assert rec["previous_attempts"] == [] and rec["position"] == slot["position"]
     started = [json.loads((run / s["dir"] / "repetition.json").read_text())["started"] for s in summary["order"]]
-    assert started == sorted(started)          # runs 1-12 ran once each, in order: none of look 1 was rerun
+    assert started == sorted(started)          # runs 1-14 ran once each, in order: none of look 1 was rerun
     executions = record["executions"]
-    assert len(executions) == 2 and executions[1]["parameters"] == {"repetitions": 12, "seed": seed}
-    assert record["parameters"]["repetitions"] == 12 and record["status"] == "complete"
+    assert len(executions) == 2 and executions[1]["parameters"] == {"repetitions": 14, "seed": seed}
+    assert record["parameters"]["repetitions"] == 14 and record["status"] == "complete"
     assert record["duration_s"] == pytest.approx(sum(e["duration_s"] for e in executions), abs=0.01)
-    assert "look 1: 6 runs per arm" in out and "look 2: 12 runs per arm" in out and "stopped: decisive" in out
+    assert "look 1: 7 runs per arm" in out and "look 2: 14 runs per arm" in out and "stopped: decisive" in out
 
 
 @pytest.mark.timeout(600)
@@ -149,8 +158,8 @@ def test_until_decisive_stops_when_the_budget_is_spent_and_runs_sets_the_plan(tm
     # any look takes longer than a second (a kernel starts): after the first, the second would overrun
     r = reproduce(tmp_path, "--until-decisive", "--runs", "6", "--budget", "1s")
     seq = json.loads((the_run(tmp_path) / "run.json").read_text())["sequential"]
-    assert [look["runs_per_arm"] for look in seq["looks"]] == [6], r.stdout[-3000:]
-    assert seq["stopped"].startswith("budget spent: look 2 (12 runs per arm) would take about")
+    assert [look["runs_per_arm"] for look in seq["looks"]] == [7], r.stdout[-3000:]
+    assert seq["stopped"].startswith("budget spent: look 2 (14 runs per arm) would take about")
     assert seq["budget_s"] == 1 and "stopped: budget spent" in r.stdout
 
     other = tmp_path / "other"

@@ -2,13 +2,13 @@
 sequential rule that keeps the error rate (docs/statistics.md, "Repeating until decisive").
 
     plan = look_plan(first_runs=6, max_runs=24, alpha=0.05, budget_s=1800)
-    plan.runs              (6, 12, 24): runs per arm at each look, fixed before the first run
+    plan.runs              (7, 14, 24): runs per arm at each look, fixed before the first run
     plan.alpha_per_look    0.05 / 3: what every look judges at
     undecided(verdict)     the judged rows and claims of a verdict.json that are still inconclusive
     parse_duration("1h30m")    5400.0
 
 **The rule: Bonferroni over the planned looks.** The looks are planned before the first run: the runs per arm
-start at ``first_runs`` (at least MIN_RUNS, the fewest that give an interval at all) and double up to
+start at ``first_runs`` (at least the fewest that give an interval of a median at 1 - alpha/K) and double up to
 ``max_runs``, so their number K is known in advance. Every look judges every row and claim at alpha / K (its
 intervals at 1 - alpha/K, its equivalence test at 1 - 2 alpha/K). The probability that some look gives a wrong
 decisive verdict is at most the sum over the looks of alpha / K = alpha (Bonferroni's inequality: whatever the
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchbook.analysis.intervals import MIN_RUNS
+from benchbook.analysis.intervals import MIN_RUNS, runs_needed_for_quantile
 from benchbook.analysis.multiplicity import ALPHA
 
 RULE = ("Bonferroni over the planned looks: the runs per arm at each look are fixed before the first run "
@@ -105,13 +105,22 @@ class LookPlan:
 
 def look_plan(first_runs: int, max_runs: int | None = None, alpha: float = ALPHA,
               budget_s: float | None = None) -> LookPlan:
-    """The plan of looks from the first look's runs per arm (raised to MIN_RUNS) up to ``max_runs`` (default
-    DEFAULT_GROWTH times the first look's)."""
+    """The plan of looks from the first look's runs per arm up to ``max_runs`` (default DEFAULT_GROWTH times the
+    first look's). The first look is raised to the fewest runs per arm whose order-statistic interval of a median
+    exists at the looks' level 1 - alpha/K (MIN_RUNS = 6 at 95 %, 7 at K = 2 or 3, 8 at K = 4 to 6): a look with
+    fewer could decide no row and would spend its share of alpha for nothing. Raising it can only lower K."""
     if not 0 < alpha < 1:
         raise SequentialError(f"alpha {alpha!r}: expected a number between 0 and 1")
     first = max(int(first_runs), MIN_RUNS)
-    return LookPlan(look_schedule(first, max_runs if max_runs is not None else DEFAULT_GROWTH * first), alpha,
-                    budget_s)
+    while True:
+        runs = look_schedule(first, max_runs if max_runs is not None else DEFAULT_GROWTH * first)
+        fewest = runs_needed_for_quantile(0.5, 1 - alpha / len(runs))
+        if fewest <= first:
+            return LookPlan(runs, alpha, budget_s)
+        if max_runs is not None and fewest > max_runs:
+            raise SequentialError(f"--max-runs {max_runs}: a look judged at alpha / K = {alpha:g} / {len(runs)} "
+                                  f"needs at least {fewest} runs per arm for an interval of a median")
+        first = fewest
 
 
 @dataclass(frozen=True)
