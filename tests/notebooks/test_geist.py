@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from benchbook.commands.reproduce import EXIT_INCONCLUSIVE, EXIT_MISMATCH, EXIT_PARTIAL
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun
 from benchbook.reproduce.registry import load_entry
 from benchbook.testbed.cleanup import leftovers
+from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +80,31 @@ def test_cubic_growth_is_slowest_at_w_max_and_an_s_curve_is_not() -> None:
     assert s_curve["judged"] >= 3 and s_curve["share_shape_ok"] == 0.0
 
 
+def _run_of(s: dict[str, np.ndarray], cca: str) -> FlowsRun:
+    """A run whose ss samples of the data socket are the window ``s`` (what shape_statistics reads of a run)."""
+    rows = [{"t_ns": int(t * 1e9), "cwnd": int(w), "local_port": 40000, "bytes_acked": 1}
+            for t, w in zip(s["t_s"], s["cwnd"], strict=True)]
+    arm = FlowsArm(LinkSpec(rate_bps=50_000_000, buffer_packets=248, delay_ms=60.0), (FlowSpec(cca),), 60)
+    return FlowsRun(ctx=None, arm=arm, flows=[], qdisc=[], emulation={}, ss={1: rows})  # type: ignore[arg-type]
+
+
+def test_cubic_epoch_counts_are_the_runs_statistics_for_the_count_claim() -> None:
+    """The principal claim of Fig. 4 sums these counts over runs: every judged epoch of a cubic curve counts, no
+    epoch of the opposite (logistic) shape does, and the passing epochs are counted apart."""
+    for s_curve, ok in ((False, True), (True, False)):
+        c = geist.cubic_shape(_cubic(s_curve=s_curve))
+        stats = {st.name: st for st in geist.shape_statistics(_run_of(_cubic(s_curve=s_curve), "cubic"))}
+        assert stats["epochs_judged"].value == c["judged"] >= 3
+        assert stats["epochs_shape_ok"].value == (c["judged"] if ok else 0)
+        assert stats["epochs_passing"].value == c["passing"] >= 3
+        assert stats["epochs_passing_convex"].value == (c["passing"] if ok else 0)
+        assert stats["share_shape_ok"].value == (1.0 if ok else 0.0)
+    entry = load_entry("geist-iitm19-fig4")
+    counted = {str(ref) for c in entry.claims for ref in (c.successes, c.trials)}
+    assert counted == {"cubic:epochs_shape_ok", "cubic:epochs_judged", "cubic:epochs_passing_convex",
+                       "cubic:epochs_passing"}
+
+
 def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
     entry = load_entry("geist-iitm19-fig1")
     fig1 = {p.name: p for p in entry.published}
@@ -89,8 +116,15 @@ def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
     straight = fig1["Fig. 1 (Reno): straightness of the increase between losses (R^2 of a line)"]
     assert straight.margin_abs == pytest.approx(1 - geist.LINEAR_R2)
     assert [c.id for c in entry.claims if c.principal] == ["reno-halves-on-loss", "reno-grows-linearly"]
-    fig4 = {p.name: p for p in load_entry("geist-iitm19-fig4").published}
-    assert fig4["Fig. 4 (Cubic): W_max reached again"].value == 8.0
+    entry4 = load_entry("geist-iitm19-fig4")
+    fig4 = {p.name: p for p in entry4.published}
+    w_max = fig4["Fig. 4 (Cubic): W_max reached again"]
+    assert w_max.value == 8.0 and not w_max.comparable and w_max.run_statistic == "first_w_max_reached_s"
+    slowest = fig4["Fig. 4 (Cubic): cwnd at the slowest growth / W_max"]
+    assert slowest.margin_abs == 0.1 and slowest.margin_source == ("instrument resolution",)
+    assert entry4.measured and not entry4.legacy_tolerances
+    assert [(c.id, c.test, c.q) for c in entry4.claims if c.principal] == [
+        ("cubic-concave-then-convex", "share >=", 0.9)]
     assert all(p.note for p in [*fig1.values(), *fig4.values()])
 
 
