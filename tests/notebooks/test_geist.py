@@ -164,3 +164,43 @@ def test_fig1_six_short_runs_are_judged_across_runs_and_leave_nothing(tmp_path: 
     metrics = json.loads((run / "metrics.json").read_text())
     token = metrics["runs"]["reno"]["token"]
     assert token and leftovers({token}) == leftovers(set())
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_fig4_one_short_run_counts_epochs_for_the_claim_and_leaves_nothing(tmp_path: Path) -> None:
+    """Fig. 4 with one 30 s Cubic run: the run's epoch counts are its statistics, the count claim sums them with its
+    Clopper-Pearson interval (a few epochs cannot clear q = 0.9: inconclusive with the runs needed), and one run
+    gives the row no interval."""
+    require_root()
+    require_program("iperf3")
+
+    r = reproduce_cli(tmp_path, "geist-iitm19-fig4", "-p", "duration_s=30", timeout_s=900)
+    assert r.returncode in (EXIT_INCONCLUSIVE, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = sorted((tmp_path / "geist-iitm19-fig4").iterdir())
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["kind"] == "measured" and verdict["plan"]["plan"]["repetitions"] == 1
+    rows = {row["name"]: row for row in verdict["rows"]}
+    slowest = rows["Fig. 4 (Cubic): cwnd at the slowest growth / W_max"]
+    assert slowest["runs"] == 1 and slowest["status"] == "inconclusive" and slowest["runs_needed"] >= 6, slowest
+    assert slowest["margin"]["text"] == "±0.1" and slowest["margin"]["sources"] == ["instrument resolution"]
+    w_max = rows["Fig. 4 (Cubic): W_max reached again"]
+    assert w_max["status"] == "not comparable" and w_max["estimate"] is not None and 0 < w_max["estimate"] < 30
+    claims = {c["id"]: c for c in verdict["claims"]}
+    shape = claims["cubic-concave-then-convex"]
+    assert shape["principal"] and shape["runs"] == 1 and shape["counts"] == [shape["values_a"][0],
+                                                                             shape["values_b"][0]]
+    k, n = shape["counts"]
+    assert 1 <= n <= 4 and 0 <= k <= n, shape          # 30 s hold a few epochs of 8 to 10 s
+    assert shape["ci95"][0] < 0.9, shape                # n <= 34 epochs cannot show a share of at least 0.9
+    if shape["ci95"][1] < 0.9:                          # few epochs of the shape: the claim fails
+        assert shape["verdict"] == "fails", shape
+    else:
+        assert shape["verdict"] == "inconclusive" and shape["runs_needed"] > 1, shape
+    stats = pd.read_parquet(run / "run-statistics.parquet")
+    judged = stats[(stats["statistic"] == "epochs_judged") & stats["valid"]]
+    assert judged["value"].tolist() == [n]
+    metrics = json.loads((run / "metrics.json").read_text())
+    token = metrics["runs"]["cubic"]["token"]
+    assert token and leftovers({token}) == leftovers(set())
