@@ -53,9 +53,11 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], output_dir: Path | st
                 continue
             an = p["analysis"]
             for q in ("99", "99.9", "99.99"):
+                v = an["percentiles_ns"].get(q)
                 verdict.add(f"{mode} p{q} latency at {rate:g} pkt/s (worst of {result['params']['repetitions']})",
-                            None, (an["percentiles_ns"].get(q) or 0) / 1000.0, "us", p["dir"], "info",
-                            "measured here; the paper prints no absolute latencies")
+                            None, None if v is None else v / 1000.0, "us", p["dir"], "info",
+                            an.get("unresolved_percentiles", {}).get(q)
+                            or "measured here; the paper prints no absolute latencies")
         same = float(relation_tolerance)
         relations = {"99": (f"1 (identical up to p99: within ±{same:.0%})", lambda r: abs(r - 1.0) <= same),
                      "99.9": ("> 1 (v1 slightly higher around p99.9)", lambda r: r > 1.0)}

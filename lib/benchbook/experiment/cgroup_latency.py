@@ -47,7 +47,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchbook.analysis.latency import IdKey, match_captures
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
+from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.repetitions import (
@@ -67,7 +68,6 @@ from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
-PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # the packet id bb-loadgen writes into every frame
 LOADGEN_ID = IdKey(offset=loadgen.ID_OFFSET, width=loadgen.ID_WIDTH, byteorder=loadgen.ID_BYTEORDER)
 
@@ -235,13 +235,16 @@ def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
     res = match_captures(d / "pre.pcap", d / "post.pcap", key=LOADGEN_ID,
                          out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
+    exact = discrete_percentiles(lat, [float(p) for p in REPORTED_PERCENTILES])
+    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))
     return {
         "counts": {k: int(v) for k, v in res.counts.items()},
         "warnings": list(res.warnings),
         "min_ns": int(lat[0]) if len(lat) else None,
         "max_ns": int(lat[-1]) if len(lat) else None,
         "mean_ns": float(lat.mean()) if len(lat) else None,
-        "percentiles_ns": {f"{p:g}": v for p, v in discrete_percentiles(lat, PERCENTILES).items()},
+        "percentiles_ns": shown,                 # None where the matched packets cannot resolve it ...
+        "unresolved_percentiles": unresolved,    # ... and why
         "percentile_method": "exact discrete (smallest latency with at least p of packets at or below it)",
     }
 
