@@ -4,6 +4,7 @@ the site `benchbook publish` builds from them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ import pytest
 
 from benchbook.publish.serve import make_server
 from benchbook.publish.site import build_site
+from conftest import ALL_FIGURE_FORMATS
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 # (entry id, -p overrides): fast entries; the demo runs twice with different sizes
@@ -25,7 +27,8 @@ def runs_dir(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("publish-runs") / "runs"
     for entry, extra in RUNS:
         proc = subprocess.run([*BENCHBOOK, "reproduce", entry, "--runs-dir", str(runs), *extra],
-                              capture_output=True, text=True, timeout=280)
+                              capture_output=True, text=True, timeout=280,
+                              env=dict(os.environ, **ALL_FIGURE_FORMATS))  # the site's thumbnails are PNGs
         assert proc.returncode == 0, f"benchbook reproduce {entry} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
     return runs
 

@@ -6,6 +6,7 @@ killed run swept up)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -99,8 +100,9 @@ def _leftovers(token: str) -> dict[str, list[str]]:
     out["containers"] = [n for n in lxc if token in n] + [p.name for p in Path("/var/lib/lxc").glob(f"*{token}*")]
     cg = []
     for h in Path("/sys/fs/cgroup").iterdir():
-        if h.is_dir():
-            cg += [str(p) for p in h.rglob(f"*{token}*")]
+        if h.is_dir():  # os.walk skips a cgroup another process removes meanwhile (Path.rglob raises)
+            for parent, dirs, files in os.walk(h):
+                cg += [str(Path(parent, n)) for n in dirs + files if token in n]
     out["cgroups"] = cg
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     out["processes"] = [line for line in ps.splitlines()
