@@ -38,7 +38,7 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], output_dir: Path | st
     v1/v2 ratio of the worst repetitions' p99 is within ±relation_tolerance of 1, "v1 slightly higher around
     p99.9" when the p99.9 ratio exceeds 1."""
     arms = result["arms"]
-    modes = result["params"]["cgroup_modes"]
+    modes = result["params"]["isolation_modes"]
     rates = result["params"]["rates_pps"]
     both = "v1" in arms and "v2" in arms and arms["v1"]["runnable"] and arms["v2"]["runnable"]
     missing = "; ".join(f"{m}: {a['reason']}" for m, a in arms.items() if not a["runnable"]) \
@@ -126,7 +126,7 @@ def _table1_rows(verdict: Any, result: dict[str, Any], both: bool, missing: str)
             verdict.add(rname, paper_ratio, None, "", "", "not derivable",
                         "not derivable here: " + "; ".join(reasons or ["no data"]))
     for ev in ("task-clock", "context-switches", "cpu-migrations"):
-        for mode in result["params"]["cgroup_modes"]:
+        for mode in result["params"]["isolation_modes"]:
             m = lp.mean_of(pt, mode, ev)
             if m is not None:
                 verdict.add(f"measured {ev} ({mode}, {rate:g} pkt/s, mean of repetitions)", None, m,

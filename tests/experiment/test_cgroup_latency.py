@@ -80,7 +80,7 @@ def test_worst_repetition_and_perf_table_keep_missing_as_missing():
            _point("v1", 2, 200, 60, [tc(30.0), ns])]
     assert cl.worst_repetition(pts)["repetition"] == 1
     assert cl.worst_repetition(pts, "99.9")["repetition"] == 2
-    result = {"params": {"cgroup_modes": ["v1", "v2"]}, "points": pts,
+    result = {"params": {"isolation_modes": ["v1", "v2"]}, "points": pts,
               "arms": {"v1": {"runnable": True, "reason": ""}, "v2": {"runnable": False, "reason": "no v2 cpuset"}}}
     t = cl.perf_table(result)
     row = t[(t["mode"] == "v1") & (t["event"] == "task-clock")].iloc[0]
