@@ -33,7 +33,7 @@ def _empty_leftovers() -> dict:
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
+@pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("ip-forward", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
 

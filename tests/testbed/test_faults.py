@@ -212,7 +212,7 @@ def test_disk_full(tmp_path, full):
     hook, threading.excepthook = threading.excepthook, thread_errors.append
     try:
         with _TokenWatch() as tokens, pytest.raises((lp.MeasurementFailed, OSError)) as err:
-            lp.run_experiment(_params(duration_s=4.0, dut_kind="kernel"), out)
+            lp.run_experiment(_params(duration_s=4.0, dut_kind="ip-forward"), out)
         threading.excepthook = hook
         pre = out / "raw" / f"none-rate{RATE_PPS}" / "rep1" / "pre.pcap"
         assert pre.stat().st_size > 24 + 10 * 76, "the capture written before the disk filled is kept"
