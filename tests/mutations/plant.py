@@ -338,6 +338,22 @@ MUTATIONS = (
         hint="judge.py",
     ),
     Mutation(
+        "judge-claim-resolvability-skipped",
+        "a claim on a maximum, or on a percentile its runs' N cannot resolve, is judged like any statistic",
+        (("              if (why := within_run_limit(ref.statistic, got.n)) is not None]",
+          "              if (why := within_run_limit(ref.statistic, got.n)) is None and False]"),),
+        ("tests/reproduce/test_judge.py::test_statistics_no_run_resolves_are_never_judged_as_numbers",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-percentile-on-resolving-runs",
+        "a percentile some runs cannot resolve (stored null) is judged on the runs that happen to resolve it",
+        (("        if not ok.all() and _PERCENTILE.search(ref.statistic):",
+          "        if False and _PERCENTILE.search(ref.statistic):"),),
+        ("tests/reproduce/test_judge.py::test_statistics_no_run_resolves_are_never_judged_as_numbers",),
+        hint="judge.py",
+    ),
+    Mutation(
         "verdict-failed-principal-claim-not-mismatch",
         "a principal claim that fails leaves the entry inconclusive instead of a mismatch",
         (("        if FAILS in verdicts:\n            return MISMATCH", "        if FAILS in verdicts:\n"
