@@ -18,6 +18,7 @@ reason (and then must show), or a failure.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 import shutil
 import subprocess
@@ -152,8 +153,6 @@ class Comparison:
 
 
 def _norm(addr: str) -> str:
-    import ipaddress
-
     return str(ipaddress.ip_address(addr))
 
 

@@ -18,6 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchbook import kernels as kn
+from benchbook.analysis import match_kernel as mk
+from benchbook.capture.synth import make_capture_pair
+from benchbook.capture.tcp_synth import make_tcp_capture
 from benchbook.paths import REPO_ROOT
 
 BENCHBOOK = str(REPO_ROOT / ".venv" / "bin" / "benchbook")
@@ -49,9 +52,6 @@ def _summary(path) -> dict:
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory):
-    from benchbook.capture.synth import make_capture_pair
-    from benchbook.capture.tcp_synth import make_tcp_capture
-
     d = tmp_path_factory.mktemp("kernels")
     truth_tcp = make_tcp_capture(d / "tcp.pcap", flows=5, segments=3000, loss=0.002, reorder=0.002, seed=11)
     truth_lat = make_capture_pair(d / "pre.pcap", d / "post.pcap", 200_000, loss=0.001, duplicate=0.001,
@@ -136,7 +136,6 @@ def test_a_stale_build_is_not_used(captures, tmp_path):
 def test_calls_the_build_was_not_compiled_for_take_the_jit_with_the_same_result(tmp_path):
     """In process: id_keys on arrays of other types (int32 caplen, a writable buffer) than the build's."""
     _require_build()
-    from benchbook.analysis import match_kernel as mk
 
     rng = np.random.default_rng(3)
     n = 1000

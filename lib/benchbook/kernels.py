@@ -104,7 +104,7 @@ class Kernel:
             activate_jit()
             with _lock:
                 if self.dispatcher is None:  # registered while another thread activated the JIT
-                    import numba
+                    import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
                     self.dispatcher = numba.njit(**self.options)(self.py_func)
         return self.dispatcher
@@ -121,7 +121,7 @@ def njit(*args: Any, **options: Any) -> Any:
                 k = Kernel(fn, options)
                 _registry.append(k)
                 return k
-        import numba
+        import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
         return numba.njit(**options)(fn)
 
@@ -157,7 +157,7 @@ def activate_jit() -> None:
         if _jit_active:
             return
         _import_numba()
-        import numba
+        import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
         for k in _registry:
             k.dispatcher = numba.njit(**k.options)(k.py_func)
@@ -186,7 +186,7 @@ def _import_numba() -> None:
     for m in hidden:
         sys.modules[m] = None  # type: ignore[assignment]
     try:
-        from numba.core.registry import cpu_target
+        from numba.core.registry import cpu_target  # noqa: PLC0415 numba only under the JIT (not AOT)
 
         cpu_target.typing_context.refresh()
         cpu_target.target_context.refresh()
@@ -229,8 +229,8 @@ def _fits(pattern: tuple, args: Sequence[Any]) -> bool:
 
 def arg_pattern(numba_type: Any) -> tuple | None:
     """The :func:`_fits` pattern of one numba argument type, or None where calls cannot be checked cheaply."""
-    from numba.core import types
-    from numba.np.numpy_support import as_dtype
+    from numba.core import types  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
+    from numba.np.numpy_support import as_dtype  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
     if isinstance(numba_type, types.Literal):  # a constant passed between kernels, never from Python
         return None

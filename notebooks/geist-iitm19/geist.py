@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, data_socket, flows_run, read_ss_samples
@@ -273,8 +274,6 @@ def cwnd_figure(s: dict[str, np.ndarray], title: str, marks: list[dict[str, Any]
                 gain: bool = False) -> Any:
     """cwnd and ssthresh (segments) over time; W_max of each Cubic epoch as a dotted step; BBR's
     pacing gain on a second axis."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=s["t_s"], y=s["cwnd"], mode="lines", name="cwnd (ss -tin)"))
     fig.add_trace(go.Scatter(x=s["t_s"], y=s["ssthresh"], mode="lines", name="ssthresh", line={"dash": "dot"}))

@@ -15,10 +15,13 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.latency_report import PERCENTILES, exact_from_buckets
 from benchbook.analysis.percentiles import discrete_percentiles, discrete_rank, exact_ladder, ladder_value
 
 EDGE_PERCENTILES = ("0", "0.1", "1", "10", "12.5", "25", "33.3", "50", "66.7", "75", "90", "95", "99", "99.5",
@@ -136,11 +139,6 @@ def test_hdr_histogram_at_the_edges():
 
 def test_latency_report_exact_path_at_the_edges(tmp_path):
     """The latency command's in-memory exact path and its two-pass path agree with the definition."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from benchbook.analysis.latency_report import PERCENTILES, exact_from_buckets
-
     n = 1000
     lat = np.arange(1, n + 1, dtype=np.int64) * 1000  # several values per HDR bucket at this magnitude
     h = HdrHistogram(1, 3_600_000_000_000, 3)

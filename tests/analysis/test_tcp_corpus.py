@@ -12,6 +12,7 @@ same file, every documented deviation asserted as a deviation; and the cases of 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import tcp_corpus as tc
+import tcp_reference
 from benchbook.analysis.tcp_pass import run_pass
 from benchbook.analysis.tcp_report import analyze_tcp, flow_table
 from conftest import require_program
@@ -161,10 +163,6 @@ def test_fin_retransmissions_as_tshark_and_tcptrace_count_them(name: str) -> Non
 def test_kernel_matches_plain_reference_on_corpus(name: str) -> None:
     """Every counter of the numba pass equals the plain-Python reference (tests/tcp_reference.py) on every real
     capture of the corpus: the three rules, SYN/FIN retransmissions, keep-alives, probes, unique bytes."""
-    import ipaddress
-
-    import tcp_reference
-
     e = ENTRIES[name]
     why = e.unavailable()
     if why:

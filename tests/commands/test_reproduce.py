@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from benchbook.commands.reproduce import EXIT_CODES
@@ -74,9 +77,18 @@ def test_table3_reproduces_with_repeats_named(published_reproductions):
             assert Path(exports[fmt]).stat().st_size > 1000
 
 
+@pytest.fixture
+def short_tmp():
+    """A directory with a short path: --list folds a paper folder's path that is wider than its column, and
+    the tmp_path of a pytest-xdist worker is 10 characters longer than a serial run's."""
+    d = Path(tempfile.mkdtemp(prefix="bb-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_user_paper_mismatch_partial_list_and_all(tmp_path):
-    folder = user_paper(tmp_path)
+def test_user_paper_mismatch_partial_list_and_all(tmp_path, short_tmp):
+    folder = user_paper(short_tmp)
     src = (SCHEERER / "scheerer-iitm23-return-level.toml").read_text()
     assert "value = 505\n" in src
     (folder / "my-return-level.toml").write_text(
@@ -116,7 +128,6 @@ def test_failed_notebook_and_dry_run(tmp_path):
     folder = tmp_path / "papers" / "tiny"
     folder.mkdir(parents=True)
     (folder / "paper.toml").write_text('id = "tiny"\ntitle = "t"\ncitation = "c"\n')
-    import nbformat
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}

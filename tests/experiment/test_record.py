@@ -15,6 +15,7 @@ from benchbook.experiment.record import RunRecordError, read_record, validate_re
 from benchbook.experiment.runner import run_notebook
 from benchbook.provenance.checksums import sha256_file
 from benchbook.provenance.environment import CHANNELS_FILE, LOCK_FILE
+from benchbook.reproduce.registry import load_registry
 from conftest import SHARES_REPRODUCTIONS
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
@@ -127,8 +128,6 @@ def test_read_record_names_file_and_position(tmp_path):
 @SHARES_REPRODUCTIONS
 def test_reproduce_run_leaves_a_valid_record(published_reproductions):
     """`benchbook reproduce` goes through run_notebook, so its figure runs are full run records."""
-    from benchbook.reproduce.registry import load_registry
-
     fig = "scheerer-iitm23-return-level"
     assert fig in load_registry(), "a built-in registry entry"
     runs = list(published_reproductions.run_dir(fig).glob("run.json"))

@@ -24,6 +24,7 @@ from benchbook.paths import NOTEBOOKS_DIR
 from benchbook.reproduce.registry import load_entry
 from benchbook.reproduce.verdict import Verdict
 from benchbook.testbed.capabilities import NotRunnable
+from benchbook.tools import loadgen
 from conftest import reproduce_cli, require_program, require_root
 
 PAPER = NOTEBOOKS_DIR / "daichendt-iitm23"
@@ -43,7 +44,7 @@ APART = {"v1": LatencyModel(base_ns=5000, tail_mean_ns=1000, spike_prob=0.0),
 def _point(d: Path, mode: str, n: int, model: LatencyModel, seed: int, migrations: float) -> dict:
     """A complete point as measure_point records it, from a capture pair generated with known truth."""
     make_capture_pair(d / "pre.pcap", d / "post.pcap", n_packets=n, rate_pps=10_000, latency=model, seed=seed,
-                      id_offset=cl.ID_OFFSET)
+                      id_offset=loadgen.ID_OFFSET)
     cap = {"captured": n, "dropped_by_kernel": 0, "received_by_filter": n}
     return {"mode": mode, "rate_pps": 10_000.0, "status": "complete", "analysis": cl.analyse_point(d),
             "loadgen": {"sent": n, "requested_pps": 10_000.0, "achieved_pps": 10_000.0, "frame_size": 64},

@@ -13,6 +13,7 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_INCONCLUSIVE, EXIT_MISMATCH, EXIT_PARTIAL
 from benchbook.reproduce.registry import load_entry
+from benchbook.testbed.cleanup import leftovers
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +102,6 @@ def test_fig1_six_short_runs_are_judged_across_runs_and_leave_nothing(tmp_path: 
     with its 95 % interval against the declared margin, the claims pool the runs' loss epochs."""
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     r = reproduce_cli(tmp_path, "geist-iitm19-fig1", "-p", "duration_s=3", "-p", "repetitions=6", timeout_s=900)
     assert r.returncode in (EXIT_PARTIAL, EXIT_INCONCLUSIVE, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from benchbook.commands.reproduce import EXIT_PARTIAL
+from benchbook.testbed.cleanup import leftovers
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,6 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     require_root()
     require_program("iperf3")
     require_program("tcpdump")
-    from benchbook.testbed.cleanup import leftovers
 
     r = reproduce_cli(tmp_path, "stemplinger-iitm19-fig3", "-p", "duration_s=3", timeout_s=300)
     assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.publish import pages
 from benchbook.publish.runs import FigureInfo, PublishedRun, PublishError, select_runs
+from benchbook.reproduce.verdict import Verdict
+from benchbook.reproduce.verdict_rows import ClaimResult, MeasuredRow
 
 
 def _run(status: str = "complete", counts: dict | None = None, outcome: str | None = None,
@@ -72,10 +75,6 @@ def test_measured_badge_from_a_v2_verdict(outcome, multiplicity, claims, badge):
 def test_a_measured_v2_verdict_renders_on_a_run_page():
     """The site reads verdict.json /2 of a measured entry: badge, claim and rows render (the interval drawing is
     a later stage)."""
-    from benchbook.publish import pages
-    from benchbook.reproduce.verdict import Verdict
-    from benchbook.reproduce.verdict_rows import ClaimResult, MeasuredRow
-
     v = Verdict("m-fig", kind="measured", claim_text="a is faster")
     v.rows = [MeasuredRow("a rate", 100.0, 99.2, "Mbit/s", 6, "reproduced", tolerance="±5 % (paper spread)",
                           margin={"delta": 0.0488, "scale": "log-ratio", "text": "±5 %"}, ci95_value=[98.0, 100.4]),

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbook.analysis.intervals import proportion_interval
 from benchbook.experiment.repetitions import Statistic, run_repetitions, statistics_table
 from benchbook.reproduce.judge import JudgeError, RunStatistics, judge_claim, judge_entry, within_run_limit
 from benchbook.reproduce.noise_floor import load_noise_floors, write_calibration
@@ -212,7 +213,6 @@ def test_the_share_runs_needed_decide_at_that_count(tmp_path, runs8):
     """runs_needed of a share claim: the run count at which the interval of the same share clears q."""
     c = claims_of(tmp_path, runs8, claim("shi", "share >=",
                                          extra='successes = "a:epochs_ok"\ntrials = "a:epochs"\nq = 0.88\n'))["shi"]
-    from benchbook.analysis.intervals import proportion_interval
     r = c.runs_needed
     assert proportion_interval(9 * r, 10 * r).low >= 0.88 > proportion_interval(9 * (r - 1), 10 * (r - 1)).low
 

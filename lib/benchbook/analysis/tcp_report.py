@@ -25,6 +25,7 @@ ssthresh_segments, srtt_us, snd_wnd_bytes), a congestion-window panel in report.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from html import escape as html_escape
@@ -35,6 +36,7 @@ import numpy as np
 
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.fairness import FlowSeries, sorted_unique, summarize
 from benchbook.analysis.tcp_cwnd import CLOCK_REALTIME, ProbeRecords, flow_directions, match_records
 from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
@@ -125,7 +127,7 @@ def flow_arrays(tp: TcpPass) -> dict[str, np.ndarray]:
 
 def flow_table(tp: TcpPass) -> pd.DataFrame:
     """flow_arrays as a DataFrame (handshake_rtt_ns and syn_to_synack_ns nullable Int64)."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: `benchbook tcp` imports this module without it
 
     cols = flow_arrays(tp)
     df = pd.DataFrame({k: (v.tolist() if k in STRINGS else v) for k, v in cols.items()})
@@ -139,7 +141,7 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
     """A pyarrow Array over a numpy column built from its buffers: ``pa.array`` would import pandas (0.3-0.5 s
     of start-up) only to check whether the input is a pandas object. Object arrays become UTF-8 strings; ``null``
     marks null entries."""
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     n = int(v.shape[0])
     validity = None
@@ -160,7 +162,7 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
 
 def arrow_dictionary(codes: np.ndarray, values: tuple[str, ...]):
     """Dictionary-encoded strings (int8 codes into ``values``) without pandas."""
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     return pa.DictionaryArray.from_arrays(arrow_array(codes.astype(np.int8)), arrow_array(np.array(values, object)))
 
@@ -169,8 +171,8 @@ def write_parquet(path: Path, cols: dict[str, np.ndarray], dictionary: dict[str,
                   nullable: tuple[str, ...] = ()) -> None:
     """Columns to Parquet: object arrays as strings, ``dictionary`` columns (codes) as dictionary strings,
     ``nullable`` int columns with -1 as null."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
+    import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     arrays, names = [], []
     for k, v in cols.items():
@@ -196,8 +198,6 @@ def _merged_rtt_ms(tp: TcpPass, f: int) -> dict[str, float | None]:
 
 def fairness_numbers(flows: dict[str, np.ndarray], intervals: dict[str, np.ndarray], bin_ns: int) -> dict[str, Any]:
     """Both Jain variants over the bulk flows' per-bin goodput (None with fewer than two bulk flows)."""
-    from benchbook.analysis.fairness import FlowSeries, summarize
-
     unique = flows["orig_unique_bytes"] + flows["resp_unique_bytes"]
     total = float(unique.sum())
     bulk = flows["flow"][unique >= BULK_SHARE * total].tolist() if total > 0 else []
@@ -245,8 +245,8 @@ class _RttSink:
         self.sample_rows = 0
 
     def _open(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
+        import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
         self.pa = pa
         # no nulls (no definition levels to write) and statistics only where readers filter: 30 % less CPU
@@ -297,14 +297,11 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
 
     The figure is written as plain plotly.js JSON: building it through plotly's Python objects costs more
     memory than the whole analysis pass."""
-    import importlib.util
-
     spec = importlib.util.find_spec("plotly")  # its location only: importing plotly costs 0.05-0.1 s
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("plotly is not installed: it provides plotly.min.js for report.html")
     js = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     shutil.copyfile(js, out / "plotly.min.js")
-    from benchbook.analysis.fairness import sorted_unique
 
     label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" + ("" if seen else " (start not captured)")
              for f, a, sp, b, dp, seen in zip(flows["flow"], flows["src"], flows["sport"], flows["dst"],

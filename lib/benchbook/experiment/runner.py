@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.experiment.record import mark_abandoned, record_owner, write_record
-from benchbook.paths import RUNS_DIR
+from benchbook.paths import REPO_ROOT, RUNS_DIR
+from benchbook.provenance.checksums import file_entry, hash_tree, sha256_file, tree_entry
+from benchbook.provenance.environment import (
+    ANALYSIS_MANIFEST,
+    CHANNELS_FILE,
+    TESTBED_MANIFEST,
+    environment_description,
+    git_state,
+)
+from benchbook.provenance.fingerprint import host_fingerprint
 
 if TYPE_CHECKING:
     from benchbook.experiment.kernel_session import KernelSession
@@ -93,8 +102,6 @@ def new_run_id(tag: str | None = None) -> str:
 def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[Path]) -> tuple[list[dict], list[str]]:
     """The notebook, every parameter that names an existing file or directory, and ``extra`` paths
     (a directory is one entry whose SHA-256 covers every file in it, see checksums.tree_entry)."""
-    from benchbook.provenance.checksums import file_entry, tree_entry
-
     entries = [file_entry(notebook, role="notebook")]
     warnings: list[str] = []
     candidates: list[tuple[str, Path]] = []
@@ -106,7 +113,6 @@ def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[P
                 if p.exists():
                     candidates.append((f"parameter:{name}", p))
     candidates += [("input", Path(p)) for p in extra]
-    from benchbook.paths import REPO_ROOT
 
     too_wide = {Path("/"), Path.home().resolve(), REPO_ROOT.resolve(), Path.cwd().resolve()}
     for role, p in candidates:
@@ -159,8 +165,6 @@ def _fold_notebook_files(run_dir: Path, record: dict[str, Any]) -> None:
 
 
 def copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, str]:
-    from benchbook.provenance.environment import CHANNELS_FILE
-
     copied: dict[str, str] = {}
     if CHANNELS_FILE.is_file():
         shutil.copyfile(CHANNELS_FILE, run_dir / "channels.scm")
@@ -174,8 +178,6 @@ def copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, st
 
 def default_manifest(parameters: dict[str, Any]) -> Path:
     """The testbed manifest for measuring notebooks (a ``backend`` of local/testbed/ssh), else analysis."""
-    from benchbook.provenance.environment import ANALYSIS_MANIFEST, TESTBED_MANIFEST
-
     backend = str(parameters.get("backend", "")).lower()
     return TESTBED_MANIFEST if backend in {"local", "testbed", "ssh"} else ANALYSIS_MANIFEST
 
@@ -205,10 +207,6 @@ def begin_record(run_dir: Path, notebook: Path, parameters: dict[str, Any], expe
     """The record of a run starting in ``run_dir``: written first as it stands (status "running", with its
     owner), so that a kill while the provenance is gathered is still visible; then again with the host
     fingerprint, the environment files, the inputs and the git state. ``extra`` are further record fields."""
-    from benchbook.provenance.checksums import sha256_file
-    from benchbook.provenance.environment import environment_description, git_state
-    from benchbook.provenance.fingerprint import host_fingerprint
-
     user_params = dict(parameters)
     record: dict[str, Any] = {
         "schema_version": 1,
@@ -251,8 +249,6 @@ def end_record(run_dir: Path, record: dict[str, Any], status: str, error: str | 
     """Finish ``record`` (from begin_record) and write it: the notebook's metrics.json and capabilities.json
     folded in, every output hashed (unless ``outputs`` gives them), the status and error, and unless the status
     is still "running" the end and the duration (from ``started_s``, time.monotonic)."""
-    from benchbook.provenance.checksums import hash_tree
-
     _fold_notebook_files(run_dir, record)
     record["outputs"] = outputs if outputs is not None else hash_tree(run_dir, skip=("run.json",))
     record["status"] = status
@@ -294,7 +290,7 @@ def run_notebook(
     other record is touched (the client looks for abandoned runs itself and rewrites this run's record).
     """
     _defer_iri_grammar()
-    import papermill as pm
+    import papermill as pm  # noqa: PLC0415 after _defer_iri_grammar; notebooks import this module
 
     notebook = Path(notebook).resolve()
     if not notebook.is_file():

@@ -9,6 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from benchbook.provenance.environment import guix_rebuild_argv
 from benchbook.publish.runs import PublishedRun
 from benchbook.publish.verify import Checked
@@ -184,8 +186,6 @@ _INDEX = """<!DOCTYPE html>
 
 @functools.lru_cache(maxsize=1)
 def _env():
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.DictLoader({"header": _HEADER, "summary": _SUMMARY, "panels": _PANELS,
                                                        "index": _INDEX,
                                                        "bare_page": _BARE_PAGE}),

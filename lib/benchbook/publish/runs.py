@@ -10,6 +10,7 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.experiment.record import RECORD_NAME, RunRecordError, find_run, iter_run_dirs, read_record
+from benchbook.reproduce.registry import RegistryError, load_registry
 from benchbook.reproduce.verdict import VERDICT_FILE
 
 PUBLISHED_STATUSES = ("complete", "failed", "interrupted")
@@ -122,8 +123,6 @@ def _measured_badge(outcome: str, verdict: dict[str, Any]) -> str:
 
 
 def _figure_infos(papers: list[Path]) -> dict[str, FigureInfo]:
-    from benchbook.reproduce.registry import RegistryError, load_registry
-
     try:
         entries = load_registry(papers)
     except RegistryError:

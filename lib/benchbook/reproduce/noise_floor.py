@@ -35,6 +35,7 @@ from typing import Any
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.paths import CALIBRATION_DIR
+from benchbook.provenance.fingerprint import host_fingerprint
 
 SCHEMA = "benchbook.calibration/1"
 SCALES = ("log-ratio", "difference")
@@ -136,8 +137,6 @@ def load_noise_floors(entry_id: str, root: Path | str | None = None,
     if not folder.is_dir() or not any(folder.glob("*.json")):
         return NoiseFloors(None, None)
     if fingerprint is None:
-        from benchbook.provenance.fingerprint import host_fingerprint  # only when a calibration exists: it probes
-
         fingerprint = host_fingerprint()
     path = folder / f"{host_key(fingerprint)}.json"
     return NoiseFloors(path, read_calibration(path)) if path.is_file() else NoiseFloors(None, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import math
 import re
 import tokenize
 from dataclasses import dataclass
@@ -98,8 +99,6 @@ def prepare_parameters(notebook: Path | str, overrides: dict[str, Any], injected
     a name the notebook does not declare (nor benchbook injects: `injected`) is refused listing the
     notebook's parameters; a value holding NaN or an infinity is refused; a relative path that
     exists here becomes absolute for path parameters only."""
-    import math
-
     declared = {p.name: p for p in notebook_parameters(notebook)}
     allowed = set(declared) | set(injected) | {"output_dir"}
     unknown = [k for k in overrides if k not in allowed]
