@@ -97,8 +97,8 @@ def _probe_statistics(duration_s: int, bound_ms: float | None) -> Callable[[Flow
                          f"one-way latency (numpy linear interpolation) of the {window}; n: received"
                          + ("" if p99.ok else f"; null: {p99.reason}")),
                Statistic("probe_lost", st["lost"], st["expected"], "packets", f"{window}: not received"),
-               Statistic("probe_alone_p50_ms", st["alone_p50_ms"], None, "ms", "median one-way latency of the "
-                         f"probes sent in the {LEAD_S:g} s before the TCP flow")]
+               Statistic("probe_alone_p50_ms", st["alone_p50_ms"], st["alone_received"], "ms", "median one-way "
+                         f"latency of the probes sent in the {LEAD_S:g} s before the TCP flow; n: received")]
         if bound_ms is not None:
             out.append(Statistic("probe_share_within_bound", st["share_within_bound"], st["expected"], "",
                                  f"share of the {window} received within {bound_ms:g} ms (lost ones count as late)"))
@@ -154,7 +154,7 @@ def probe_latencies(output_dir: Path | str, arm_info: dict[str, Any]) -> dict[st
 def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: int, bound_ms: float) -> dict[str, Any]:
     """Over the probes sent while the TCP flow ran (t in [1 s, duration]: its first second is slow start):
     share received within ``bound_ms`` (lost probes count as late), p50, p99 and the lost count; and the
-    probe's median latency alone (before the TCP flow)."""
+    probe's median latency alone (before the TCP flow) with the number of probes behind it."""
     rate = arm_info["sent"] / (LEAD_S + duration_s + 1)
     first = int(np.ceil((LEAD_S + 1.0) * rate))
     last = int(np.floor((LEAD_S + duration_s) * rate))
@@ -166,7 +166,7 @@ def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: i
             "share_within_bound": float(np.sum(lat <= bound_ms) / expected) if expected else None,
             "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
             "p99_ms": float(np.percentile(lat, 99)) if lat.size else None,
-            "alone_p50_ms": float(np.median(alone)) if alone.size else None}
+            "alone_received": int(alone.size), "alone_p50_ms": float(np.median(alone)) if alone.size else None}
 
 
 def cdf_figure(lat: dict[str, np.ndarray], bound_ms: float, title: str) -> Any:
