@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.experiment import cgroup_latency as cl
 from benchbook.tools import loadgen
@@ -33,7 +33,7 @@ def test_discrete_percentiles_match_reference():
     got = discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
     for p in (0.1, 25, 50, 90, 99, 99.9, 100):
         assert got[p] == ref_percentile(vals, p), p
-    assert discrete_percentiles(np.array([], dtype=np.int64), cl.PERCENTILES) == {p: None for p in cl.PERCENTILES}
+    assert discrete_percentiles(np.array([], dtype=np.int64), [50.0, 99.99]) == {50.0: None, 99.99: None}
     # the exact-rank edge: 1000 distinct values, p = 99.9 is the 999th (floating point alone says the 1000th)
     thousand = np.arange(1, 1001)
     assert discrete_percentiles(thousand, [99.9])[99.9] == ref_percentile(thousand.tolist(), 99.9) == 999
@@ -60,6 +60,13 @@ def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
     ref = sorted(kept.tolist())
     for p in ("50", "99", "99.9"):
         assert an["percentiles_ns"][p] == ref_percentile(ref, float(p))
+    # the summary's percentiles (analysis.percentiles.REPORTED_PERCENTILES): about 19,800 matched packets cannot
+    # resolve p99.99 (36,887 needed) nor p99.999: null with the reason, never a number (V2)
+    assert list(an["percentiles_ns"]) == list(REPORTED_PERCENTILES)
+    assert an["percentiles_ns"]["99.99"] is None and an["percentiles_ns"]["99.999"] is None
+    assert an["unresolved_percentiles"]["99.99"] == f"not resolvable at N = {c['matched']}: p99.99 needs N >= 36887 " \
+                                                    "for a 95 % interval"
+    assert set(an["unresolved_percentiles"]) == {"99.99", "99.999"}
     assert (tmp_path / "latencies.parquet").exists()
 
 

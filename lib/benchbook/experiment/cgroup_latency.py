@@ -46,7 +46,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchbook.analysis.latency import IdKey, match_captures
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
 from benchbook.analysis.resolvability import RULE_TEXT, resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
@@ -67,7 +67,6 @@ from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
-PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # the packet id bb-loadgen writes into every frame
 LOADGEN_ID = IdKey(offset=loadgen.ID_OFFSET, width=loadgen.ID_WIDTH, byteorder=loadgen.ID_BYTEORDER)
 
@@ -281,8 +280,8 @@ def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
     res = match_captures(d / "pre.pcap", d / "post.pcap", key=LOADGEN_ID,
                          out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
-    shown, unresolved = resolved_percentiles(
-        {f"{p:g}": v for p, v in discrete_percentiles(lat, PERCENTILES).items()}, len(lat))
+    exact = discrete_percentiles(lat, [float(p) for p in REPORTED_PERCENTILES])
+    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))
     return {
         "counts": {k: int(v) for k, v in res.counts.items()},
         "warnings": list(res.warnings),
@@ -593,9 +592,9 @@ def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
             if p["status"] != "complete":
                 lines.append(f"{mode} rep {p['repetition']}: {p['status']}")
                 continue
-            loss = m["loss_fraction"] or 0.0
+            loss = m["loss_fraction"]
             lines.append(f"{mode} rep {p['repetition']}: {m['achieved_pps']:.0f}/{m['requested_pps']:.0f} pkt/s, "
-                         f"loss {loss * 100:.2f} %, "
+                         f"loss {'unknown' if loss is None else f'{loss * 100:.2f} %'}, "
                          f"capture drops pre/post {m['capture_drops_pre']}/{m['capture_drops_post']}")
     fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left",
                        yanchor="top", showarrow=False, align="left", font={"size": 10},
