@@ -33,6 +33,9 @@ from benchbook.tools import udp_probe
 
 PROBE_PORT = 7000
 LEAD_S = 1.0          # the probe runs alone this long before the TCP flow starts
+# the receiver ends this long after the last probe arrived (at 100 packets/s a second is 100 probe gaps, far above
+# the longest queueing delay, a 1000-packet FIFO at 100 Mbit/s holding about 0.12 s); it waited out a fixed 3 s
+IDLE_S = 1.0
 
 
 def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps: float) -> LinkSpec:
@@ -45,7 +48,7 @@ def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps:
 
 def _probe_argv(duration_s: float, rate_pps: float, size_bytes: int, out: Path) -> tuple[list[str], list[str]]:
     return (udp_probe.send_argv(RCV_ADDR, PROBE_PORT, rate_pps, duration_s, size_bytes),
-            udp_probe.recv_argv(PROBE_PORT, duration_s + 3, out))
+            udp_probe.recv_argv(PROBE_PORT, duration_s + 3, out, idle_s=IDLE_S))
 
 
 def dry_run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: float, size_bytes: int,
