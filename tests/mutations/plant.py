@@ -354,6 +354,15 @@ MUTATIONS = (
         hint="judge.py",
     ),
     Mutation(
+        "cgroup-point-unresolvable-percentile-printed",
+        "a point of the cgroup-latency sweep reports every percentile of the summary, also those its matched "
+        "packets cannot resolve (p99.99 from 19,800 packets)",
+        (("    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))",
+          "    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, 10**9)"),),
+        ("tests/experiment/test_cgroup_latency.py::test_analyse_point_on_generated_pair_with_known_truth",),
+        hint="cgroup_latency.py",
+    ),
+    Mutation(
         "verdict-failed-principal-claim-not-mismatch",
         "a principal claim that fails leaves the entry inconclusive instead of a mismatch",
         (("        if FAILS in verdicts:\n            return MISMATCH", "        if FAILS in verdicts:\n"
