@@ -8,6 +8,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
@@ -106,3 +107,17 @@ def test_params_reject_unknown_and_tiny_frames():
         cl.ExperimentParams.from_dict({"rate": 5})
     with pytest.raises(ValueError, match="at least 64"):
         cl.ExperimentParams.from_dict({"frame_size": 60})
+
+
+def test_a_point_without_packets_before_the_dut_shows_its_loss_as_unknown_not_zero():
+    cap = {"captured": 0, "dropped_by_kernel": 0, "received_by_filter": 0}
+    p = {"mode": "v1", "rate_pps": 1000.0, "repetition": 1, "status": "complete",
+         "loadgen": {"sent": 1000, "requested_pps": 1000.0, "achieved_pps": 1000.0, "frame_size": 64},
+         "captures": {"pre": cap, "post": cap},
+         "analysis": {"counts": {"pre": 0, "post": 0, "matched": 0, "lost": 0}, "max_ns": None,
+                      "percentiles_ns": {"50": None, "99": None, "99.9": None}}}
+    assert cl.point_metrics(p)["loss_fraction"] is None
+    assert "loss unknown," in cl.point_label(p) and "0.00 %" not in cl.point_label(p)
+    fig = cl.annotate_points(go.Figure(), {"params": {"cgroup_modes": ["v1"]}, "arms": {}, "points": [p]}, 1000.0)
+    text = fig.layout.annotations[0].text
+    assert "loss unknown," in text and "0.00 %" not in text

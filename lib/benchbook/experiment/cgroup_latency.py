@@ -532,7 +532,7 @@ def worst_repetition(points: list[dict[str, Any]], worst_by: str = "max") -> dic
     def score(p: dict[str, Any]) -> float:
         an = p["analysis"]
         v = an["max_ns"] if worst_by == "max" else an["percentiles_ns"].get(worst_by)
-        return -1.0 if v is None else float(v)
+        return -1.0 if v is None else float(v)   # a percentile the point cannot resolve ranks below any value
 
     return max(points, key=score)
 
@@ -542,7 +542,7 @@ def point_label(p: dict[str, Any]) -> str:
     loss = m.get("loss_fraction")
     return (f"{p['mode']} @ {p['rate_pps']:g} pkt/s "
             f"(rep {p['repetition']}; achieved {m['achieved_pps']:.0f} pkt/s, "
-            f"loss {0 if loss is None else loss * 100:.2f} %, "
+            f"loss {'unknown' if loss is None else f'{loss * 100:.2f} %'}, "
             f"capture drops {m['capture_drops_pre']}/{m['capture_drops_post']})")
 
 
