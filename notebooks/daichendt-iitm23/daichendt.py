@@ -43,7 +43,7 @@ def add_info_rows(verdict: Any, result: dict[str, Any], output_dir: Path | str, 
     latency statistics (Figs. 3-5) or the perf counters (Table 1) over runs, the observed maximum, and every
     mode that could not run here with its reason. Never judged: the claims and published values are."""
     rate = part_rate(result, part)
-    for mode in result["params"]["cgroup_modes"]:
+    for mode in result["params"]["isolation_modes"]:
         arm = result["arms"].get(mode, {})
         if not arm.get("runnable", True):
             verdict.add(f"cgroup {mode}: not runnable here", None, None, "", "", "info", arm.get("reason", ""))

@@ -84,7 +84,7 @@ def test_worst_repetition_and_perf_table_keep_missing_as_missing():
            _point("v1", 2, 200, 60, [tc(30.0), ns])]
     assert cl.worst_repetition(pts)["repetition"] == 1
     assert cl.worst_repetition(pts, "99.9")["repetition"] == 2
-    result = {"params": {"cgroup_modes": ["v1", "v2"]}, "points": pts,
+    result = {"params": {"isolation_modes": ["v1", "v2"]}, "points": pts,
               "arms": {"v1": {"runnable": True, "reason": ""}, "v2": {"runnable": False, "reason": "no v2 cpuset"}}}
     t = cl.perf_table(result)
     row = t[(t["mode"] == "v1") & (t["event"] == "task-clock")].iloc[0]
@@ -118,6 +118,6 @@ def test_a_point_without_packets_before_the_dut_shows_its_loss_as_unknown_not_ze
                       "percentiles_ns": {"50": None, "99": None, "99.9": None}}}
     assert cl.point_metrics(p)["loss_fraction"] is None
     assert "loss unknown," in cl.point_label(p) and "0.00 %" not in cl.point_label(p)
-    fig = cl.annotate_points(go.Figure(), {"params": {"cgroup_modes": ["v1"]}, "arms": {}, "points": [p]}, 1000.0)
+    fig = cl.annotate_points(go.Figure(), {"params": {"isolation_modes": ["v1"]}, "arms": {}, "points": [p]}, 1000.0)
     text = fig.layout.annotations[0].text
     assert "loss unknown," in text and "0.00 %" not in text

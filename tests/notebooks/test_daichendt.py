@@ -67,7 +67,7 @@ def _runs(out: Path, models: dict[str, LatencyModel], n: int = 5000, v2: bool = 
 
     arms = {cl.arm_name(m, 10_000): {"mode": m, "rate_pps": 10_000.0} for m in ("v1", "v2")}
     run_repetitions(out, arms, runs, one_run, seed=5, progress=None)
-    return {"params": {"cgroup_modes": ["v1", "v2"], "rates_pps": [10_000.0]},
+    return {"params": {"isolation_modes": ["v1", "v2"], "rates_pps": [10_000.0]},
             "arms": {"v1": {"runnable": True, "reason": ""},
                      "v2": {"runnable": v2, "reason": "" if v2 else V2_MISSING}}}
 
