@@ -86,7 +86,7 @@ class ExperimentParams:
     duration_s: float = 3.0
     repetitions: int = 3
     seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
-    isolation_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])   # isolation modes ("none" too)
+    isolation_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])  # testbed.isolation.ISOLATION_MODES
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
     perf_repeats: int = 3
@@ -352,8 +352,8 @@ def write_dry_run(params: ExperimentParams, output_dir: Path, backend: Backend |
     plan = dry_run_plan(params, backend)
     where = f"inventory {params.inventory}" if params.inventory else "this machine"
     lines = [f"# benchbook dry run: backend {params.backend} ({where}); nothing was run",
-             f"# modes {', '.join(params.isolation_modes)} x rates {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"
-             f" x {params.repetitions} repetitions",
+             f"# modes {', '.join(params.isolation_modes)} x rates "
+             f"{', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s x {params.repetitions} repetitions",
              f"# {DRY_RUN_DIR}: the output directory; names carry the run token ({DRY_RUN_TOKEN} here); values known "
              f"only at run time: " + "; ".join(f"{k}: {v}" for k, v in RUNTIME_VALUES.items())]
     for role, cmds in plan.items():
