@@ -193,11 +193,15 @@ def test_claims_hold_fail_or_stay_inconclusive(tmp_path, runs8, runs3):
     assert pgt.paired and pgt.runs == 8 and pgt.run_ids == list(range(1, 9)) and pgt.ci95[0] > 0
     assert pgt.delta == pytest.approx(np.median(np.log(np.array(pgt.values_a) / pgt.values_b)))
     assert "order-statistic" in pgt.method and pgt.seed is None
+    assert pgt.run_ids_a == pgt.run_ids_b == pgt.run_ids and pgt.n_per_run_a == pgt.n_per_run_b == [1000] * 8
+    assert (pgt.definition_a, pgt.definition_b, pgt.unit_b) == ("mean receiver rate over the run", "80 % of it",
+                                                               "Mbit/s")
     assert c["pnull"].ci95[0] <= 0 <= c["pnull"].ci95[1] and c["pnull"].runs_needed is None or \
         c["pnull"].runs_needed > 8
     assert c["eq"].margin["text"] == "±10 %" and c["in"].within == [1.1, 1.4]
     sh = c["sh"]
     assert sh.counts == [72, 80] and sh.share == 0.9 and sh.ci95[0] >= 0.8 and "independent" in sh.method
+    assert sh.run_ids_a == sh.run_ids_b == list(range(1, 9)) and sh.definition_b == "epochs judged"
     assert c["shf"].ci95[1] < 0.97
     shi = c["shi"]
     assert shi.ci95[0] < 0.88 <= shi.ci95[1] and shi.runs_needed > 8 and f"about {shi.runs_needed} runs" in shi.reason

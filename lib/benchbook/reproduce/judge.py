@@ -162,10 +162,11 @@ class RunStatistics:
 
     @property
     def plan(self) -> dict[str, Any] | None:
-        """What verdict.json keeps of repetitions.json: the plan, the order, the counts and the exclusions."""
+        """What verdict.json keeps of repetitions.json: the plan, the order, the counts, the exclusions and each
+        run's status, validity and times."""
         if self.summary is None:
             return None
-        return {k: self.summary.get(k) for k in ("plan", "order", "counts", "excluded")}
+        return {k: self.summary.get(k) for k in ("plan", "order", "counts", "excluded", "runs")}
 
     def arms(self) -> list[str]:
         return list((self.summary or {}).get("plan", {}).get("arms", {}))
@@ -397,6 +398,7 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
         return res
     k_i = s.values[np.isin(s.runs, runs)]
     n_i = t.values[np.isin(t.runs, runs)]
+    _describe(res, s, t, runs, runs)
     if np.any(k_i != np.round(k_i)) or np.any(n_i != np.round(n_i)) or np.any(k_i < 0) or np.any(k_i > n_i):
         raise JudgeError(f"{source}: [[claims]] {claim.id!r}: successes and trials must be whole counts with "
                          f"0 <= successes <= trials in every run (got {k_i.tolist()} of {n_i.tolist()})")
@@ -423,6 +425,14 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
     return res
 
 
+def _describe(res: ClaimResult, a: PerRun, b: PerRun, runs_a: np.ndarray, runs_b: np.ndarray) -> None:
+    """Record what a claim's values are (V12): the runs each set comes from, N per run, definitions and units."""
+    res.run_ids_a, res.run_ids_b = runs_a.tolist(), runs_b.tolist()
+    res.n_per_run_a = [n for r, n in zip(a.runs.tolist(), a.n, strict=True) if r in set(res.run_ids_a)]
+    res.n_per_run_b = [n for r, n in zip(b.runs.tolist(), b.n, strict=True) if r in set(res.run_ids_b)]
+    res.definition_a, res.definition_b, res.unit_a, res.unit_b = a.definition, b.definition, a.unit, b.unit
+
+
 def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, source: Path | str = "") -> ClaimResult:
     """One [[claims]] test judged from the valid runs (see the module docstring)."""
     res = ClaimResult(id=claim.id, text=claim.text, principal=claim.principal, test=claim.test, alpha=ALPHA,
@@ -447,9 +457,11 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
         va, vb = a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
         res.run_ids = runs.tolist()
         res.runs = int(runs.size)
+        _describe(res, a, b, runs, runs)
     else:
         va, vb = a.values, b.values
         res.runs = [int(va.size), int(vb.size)]
+        _describe(res, a, b, a.runs, b.runs)
     res.paired, res.values_a, res.values_b = paired, va.tolist(), vb.tolist()
     if va.size == 0:
         res.reason = f"no valid run carries both {claim.a} and {claim.b}"
