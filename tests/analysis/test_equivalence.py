@@ -146,3 +146,10 @@ def test_another_alpha_gives_the_1_minus_2alpha_and_1_minus_alpha_intervals() ->
     assert few.verdict == INCONCLUSIVE and few.runs_needed >= 8 and "98.75 % needs at least 8 runs" in few.reason
     with pytest.raises(ValueError, match="alpha"):
         compare_samples(a, b, m, alpha=0.6)
+
+
+def test_margin_printed_with_one_plus_minus_sign() -> None:
+    """A margin declared in a TOML carries its ± ("±5 %"), one given to compare --margin does not ("5%"): the reasons
+    print one sign either way (they printed "+-±5 %")."""
+    assert Margin(0.05, "difference", "±5 %").plus_minus == "±5 %"
+    assert parse_margin("5%", "log-ratio").plus_minus == "±5%"
