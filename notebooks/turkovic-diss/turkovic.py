@@ -35,6 +35,9 @@ SETS_OF_PART = {"table5.1": {**SAME, **MIXED}, "table5.2": RTT, "table5.3": RTT4
                 "fig5.6": MIXED}
 # Fig. 6.1: the algorithms of the figure this kernel may have, in the figure's column order and naming
 FIG61 = {"cubic": "Cubic", "reno": "New Reno", "bbr": "BBR", "vegas": "Vegas"}
+# Chapter 5 prints run-long averages of runs of at least this long (5.4.3: two Vegas flows do not converge "even
+# after 60s"; Cubic flows need about 20 s): a table's rows are judged only on runs this long
+THESIS_RUN_S = 60.0
 SPLIT_S = 10.0   # the time-split info rows: before / after this many seconds of a run (half a shorter run)
 
 
@@ -147,6 +150,23 @@ def _add_time_split_rows(verdict: Any, result: dict[str, Any], name: str, ccas: 
                         f"the sender's per-{result['params']['interval_s'] * 1000:g} ms rates averaged over that part "
                         "of each run; shows how the share moves during a run" + (f"; {summary_note(s, 'Mbit/s', 2)}"
                                                                                  if s else ": no run lasted so long"))
+
+
+def short_runs_not_comparable(verdict: Any, part: str, duration_s: float) -> None:
+    """Tables 5.1-5.3: with runs shorter than THESIS_RUN_S a judged row's estimate is an average over another part
+    of a flow's life (slow start and convergence weigh more) than the thesis' run-long average, so the row becomes
+    'not comparable' with the reason; its per-run values, interval, margin and the status it would have had stay
+    in the row. Claims (directions, settled within seconds) stay judged; figures' rows (run length unstated) too."""
+    if not part.startswith("table") or float(duration_s) >= THESIS_RUN_S:
+        return
+    for row in verdict.rows:
+        if getattr(row, "kind", None) == "measured" and row.status in ("reproduced", "mismatch", "inconclusive"):
+            row.reason = (f"runs of {float(duration_s):g} s average another quantity than the thesis' runs of at "
+                          f"least {THESIS_RUN_S:g} s (5.4.3: Vegas flows not converged 'even after 60s', Cubic flows "
+                          f"after about 20 s); -p duration_s={THESIS_RUN_S:g} judges this row. Against its margin "
+                          f"as if comparable: {row.status}" + (f" ({row.reason})" if row.reason else ""))
+            row.status = "not comparable"
+            row.runs_needed = None
 
 
 def name_rows_not_run(verdict: Any, rtt_deltas_ms: Any) -> None:
