@@ -355,21 +355,34 @@ def _share_runs_needed(k: int, n: int, runs: int, q: float) -> int | None:
     return hi
 
 
+def _per_run_pair(data: RunStatistics, x: StatisticRef, y: StatisticRef,
+                  res: ClaimResult) -> tuple[PerRun, PerRun] | None:
+    """The per-run values of two statistics; None, with why in ``res.reason``, when either has none."""
+    got_x, got_y = data.get(x), data.get(y)
+    for got in (got_x, got_y):
+        if not isinstance(got, PerRun):
+            res.reason = str(got)
+            return None
+    assert isinstance(got_x, PerRun) and isinstance(got_y, PerRun)
+    return got_x, got_y
+
+
+def _on_common_runs(a: PerRun, b: PerRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs that carry both statistics, and each statistic's values in those runs."""
+    runs = np.intersect1d(a.runs, b.runs)
+    return runs, a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+
+
 def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Path | str) -> ClaimResult:
     assert claim.successes is not None and claim.trials is not None and claim.q is not None
     res.successes, res.trials, res.q = str(claim.successes), str(claim.trials), claim.q
-    s, t = data.get(claim.successes), data.get(claim.trials)
-    for got in (s, t):
-        if not isinstance(got, PerRun):
-            res.reason = str(got)
-            return res
-    assert isinstance(s, PerRun) and isinstance(t, PerRun)
-    runs = np.intersect1d(s.runs, t.runs)
+    both = _per_run_pair(data, claim.successes, claim.trials, res)
+    if both is None:
+        return res
+    runs, k_i, n_i = _on_common_runs(*both)
     if runs.size == 0:
         res.reason = f"no valid run carries both {claim.successes} and {claim.trials}"
         return res
-    k_i = s.values[np.isin(s.runs, runs)]
-    n_i = t.values[np.isin(t.runs, runs)]
     if np.any(k_i != np.round(k_i)) or np.any(n_i != np.round(n_i)) or np.any(k_i < 0) or np.any(k_i > n_i):
         raise JudgeError(f"{source}: [[claims]] {claim.id!r}: successes and trials must be whole counts with "
                          f"0 <= successes <= trials in every run (got {k_i.tolist()} of {n_i.tolist()})")
@@ -404,16 +417,13 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     if claim.test == "share >=":
         return _judge_share(claim, data, res, source)
     assert claim.a is not None and claim.b is not None
-    a, b = data.get(claim.a), data.get(claim.b)
-    for got in (a, b):
-        if not isinstance(got, PerRun):
-            res.reason = str(got)
-            return res
-    assert isinstance(a, PerRun) and isinstance(b, PerRun)
+    both = _per_run_pair(data, claim.a, claim.b, res)
+    if both is None:
+        return res
+    a, b = both
     paired = claim.a.arm == claim.b.arm
     if paired:
-        runs = np.intersect1d(a.runs, b.runs)
-        va, vb = a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+        runs, va, vb = _on_common_runs(a, b)
         res.run_ids = runs.tolist()
         res.runs = int(runs.size)
     else:
