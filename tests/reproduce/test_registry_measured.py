@@ -185,9 +185,7 @@ def test_legacy_entries_keep_tolerances_until_converted(tmp_path):
 
 # entries still under exact print rules when the verdict layer landed; a conversion removes its id here
 LEGACY_WHEN_THE_JUDGE_LANDED = {
-    "daichendt-iitm23-table1",
-    "turkovic-diss-fig6-1a", "turkovic-diss-fig6-1b", "turkovic-diss-table5-1",
-    "turkovic-diss-table5-2", "turkovic-diss-table5-3", "zunker-thesis24-fig6-5"}
+    "daichendt-iitm23-table1", "zunker-thesis24-fig6-5"}
 
 
 # measured-mode entries that declared neither values nor claims then: the latency demo (checked against its
