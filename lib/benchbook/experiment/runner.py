@@ -49,7 +49,7 @@ from benchbook.provenance.environment import (
 from benchbook.provenance.fingerprint import host_fingerprint
 
 if TYPE_CHECKING:
-    from benchbook.experiment.kernel_session import KernelSession
+    from benchbook.experiment.jupyter_session import JupyterSession
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
 
@@ -280,12 +280,12 @@ def run_notebook(
     manifest: Path | None = None,
     fingerprint: dict[str, Any] | None = None,
     capabilities: Iterable[dict[str, Any]] = (),
-    kernel: KernelSession | None = None,
+    kernel: JupyterSession | None = None,
     run_dir: Path | None = None,
 ) -> RunResult:
     """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
 
-    With ``kernel`` (a KernelSession, as a sweep passes) the notebook runs in that session's
+    With ``kernel`` (a JupyterSession, as a sweep passes) the notebook runs in that session's
     kernel, reset to a fresh kernel's state for it, instead of a kernel started for this run.
 
     The run record holds the host fingerprint (computed once per process unless given), the
@@ -321,7 +321,7 @@ def run_notebook(
 
 
 def _execute(notebook: Path, params: dict[str, Any], run_dir: Path, record: dict[str, Any], started: float,
-             kernel_name: str, kernel: KernelSession | None) -> RunResult:
+             kernel_name: str, kernel: JupyterSession | None) -> RunResult:
     """Execute ``notebook`` into ``run_dir`` (its executed copy there) and end ``record`` (started at
     ``started``, time.monotonic) with the status; KeyboardInterrupt is recorded and re-raised."""
     import papermill as pm  # noqa: PLC0415 after _defer_iri_grammar (both callers); notebooks import this module
