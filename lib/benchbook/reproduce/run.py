@@ -33,12 +33,11 @@ from benchbook.engine import EngineSpec, open_engine
 from benchbook.experiment.engine_runs import finish_record, notebook_run_task
 from benchbook.experiment.kernel_session import KernelSession
 from benchbook.experiment.record import mark_abandoned
-from benchbook.experiment.runner import new_run_id, run_notebook
+from benchbook.experiment.runner import DRY_RUN_FILE, new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
 from benchbook.reproduce.capabilities import entry_blockers
 from benchbook.reproduce.datasets import DatasetError, verify_dataset
 from benchbook.reproduce.notebook_params import prepare_parameters
-from benchbook.reproduce.outputs import DRY_RUN_FILE
 from benchbook.reproduce.registry import FigureEntry
 from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
