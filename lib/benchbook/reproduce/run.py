@@ -11,7 +11,7 @@ benchbook.reproduce.verdict, and the run's status), "skipped" (the entry cannot 
 "dry run" (dry_run=True: the notebook wrote its commands into dry-run.txt, in EntryResult.plan).
 `benchbook reproduce` (benchbook.commands.reproduce) prints what these return and exits with the outcome.
 
-Entries run one after another share one Jupyter kernel (benchbook.experiment.kernel_session, as a sweep's
+Entries run one after another share one Jupyter kernel (benchbook.experiment.jupyter_session, as a sweep's
 points do): it is reset to a fresh kernel's state before each entry (empty namespace, execution count 1, the
 paper's own modules imported afresh), while the imported libraries and the headless browser of static figure
 exports stay; that saves the kernel's start, its imports and the browser's start per entry (seconds each).
@@ -31,7 +31,7 @@ from typing import Any
 
 from benchbook.engine import EngineSpec, open_engine
 from benchbook.experiment.engine_runs import finish_record, notebook_run_task
-from benchbook.experiment.kernel_session import KernelSession
+from benchbook.experiment.jupyter_session import JupyterSession
 from benchbook.experiment.record import mark_abandoned
 from benchbook.experiment.runner import DRY_RUN_FILE, new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
@@ -147,7 +147,7 @@ def judge_run(entry: FigureEntry, result: EntryResult, run_dir: Path, status: st
 
 def reproduce_entry(entry: FigureEntry, runs_dir: Path | None = None, overrides: Mapping[str, Any] | None = None,
                     dry_run: bool = False, progress: ProgressFn | None = None,
-                    kernel: KernelSession | None = None) -> EntryResult:
+                    kernel: JupyterSession | None = None) -> EntryResult:
     """Execute one entry's notebook into a new run directory under ``runs_dir`` (default data/runs, or
     BENCHBOOK_RUNS) and judge it; an entry that cannot run here comes back "skipped" without a run. With
     ``kernel`` the notebook runs in that session's kernel (reset for it), else in a kernel of its own."""
@@ -183,7 +183,7 @@ def _reproduce_here(entries: list[FigureEntry], runs_dir: Path | None, overrides
                     progress: ProgressFn | None, told: ResultFn, shared_kernel: bool) -> list[EntryResult]:
     """``entries`` one after another in this process (the session's kernel starts with the first that runs)."""
     results = []
-    with KernelSession() if shared_kernel else contextlib.nullcontext() as kernel:
+    with JupyterSession() if shared_kernel else contextlib.nullcontext() as kernel:
         for entry in entries:
             res = reproduce_entry(entry, runs_dir, overrides, progress=progress, kernel=kernel)
             if res.outcome != "skipped":
