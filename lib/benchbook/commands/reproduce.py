@@ -14,6 +14,9 @@
                                       durations of earlier runs (on a terminal), the summary by outcome;
                                       -v prints every verdict table as well
     --list/--all --paper PAPER_ID     only the entries of that paper folder
+    --all --fresh-kernel              a new Jupyter kernel per entry (default: one kernel for the whole
+                                      --all, reset to a fresh kernel's state before each entry, and one
+                                      browser for its static figures; benchbook.reproduce.run)
 
     benchbook reproduce ID --runs N   a measured entry with N runs per arm (its notebook's `repetitions`)
     benchbook reproduce ID --until-decisive [--runs N] [--max-runs M] [--budget 1h30m]
@@ -257,6 +260,9 @@ def register(app: typer.Typer) -> None:
         budget: str | None = typer.Option(None, "--budget", help="--until-decisive: no look that would end after "
                                                                  "this long, e.g. 20m, 1h30m"),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="--all: print every verdict table too"),
+        fresh_kernel: bool = typer.Option(False, "--fresh-kernel", help="--all: start a new kernel for every entry "
+                                          "(default: one kernel, reset to a fresh kernel's state before each "
+                                          "entry, and one browser for static figures)"),
         engine: str | None = ENGINE_OPTION,
         scheduler: str | None = SCHEDULER_OPTION,
         ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
@@ -277,6 +283,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_BAD_USAGE)
         if dry_run and not figure_id or dry_run and show:
             console.print("--dry-run needs an entry ID")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if fresh_kernel and not all_:
+            console.print("--fresh-kernel applies to --all")
             raise typer.Exit(EXIT_BAD_USAGE)
         if (engine or scheduler or ssh_cluster) and not all_:
             console.print("--engine, --scheduler and --ssh-cluster apply to --all")
@@ -347,7 +356,7 @@ def register(app: typer.Typer) -> None:
         try:
             with report:
                 results = reproduce_entries(entries, runs_dir, overrides, spec, progress=report.step,
-                                            on_result=report.ended)
+                                            on_result=report.ended, shared_kernel=not fresh_kernel)
         except EngineError as exc:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_CANNOT_RUN) from exc

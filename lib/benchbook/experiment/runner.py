@@ -10,7 +10,8 @@ experiment rewrites such a record as "interrupted" once its owner is gone (recor
 
 A notebook may leave two files for the record: ``metrics.json`` (an object of named results, folded
 into "metrics") and ``capabilities.json`` (a list of {"capability", "status", "detail"}: what was
-missing or substituted, folded into "capabilities").
+missing or substituted, folded into "capabilities"). Run with ``dry_run=True`` a notebook measures nothing and
+writes ``dry-run.txt`` (DRY_RUN_FILE): every command each host would run.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from benchbook.experiment.jupyter_session import JupyterSession
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
+DRY_RUN_FILE = "dry-run.txt"
 
 
 @dataclass
