@@ -38,7 +38,7 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], output_dir: Path | st
     v1/v2 ratio of the worst repetitions' p99 is within ±relation_tolerance of 1, "v1 slightly higher around
     p99.9" when the p99.9 ratio exceeds 1."""
     arms = result["arms"]
-    modes = result["params"]["cgroup_modes"]
+    modes = result["params"]["isolation_modes"]
     rates = result["params"]["rates_pps"]
     both = "v1" in arms and "v2" in arms and arms["v1"]["runnable"] and arms["v2"]["runnable"]
     missing = "; ".join(f"{m}: {a['reason']}" for m, a in arms.items() if not a["runnable"]) \
@@ -53,9 +53,11 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], output_dir: Path | st
                 continue
             an = p["analysis"]
             for q in ("99", "99.9", "99.99"):
+                v = an["percentiles_ns"].get(q)
                 verdict.add(f"{mode} p{q} latency at {rate:g} pkt/s (worst of {result['params']['repetitions']})",
-                            None, (an["percentiles_ns"].get(q) or 0) / 1000.0, "us", p["dir"], "info",
-                            "measured here; the paper prints no absolute latencies")
+                            None, None if v is None else v / 1000.0, "us", p["dir"], "info",
+                            an.get("unresolved_percentiles", {}).get(q)
+                            or "measured here; the paper prints no absolute latencies")
         same = float(relation_tolerance)
         relations = {"99": (f"1 (identical up to p99: within ±{same:.0%})", lambda r: abs(r - 1.0) <= same),
                      "99.9": ("> 1 (v1 slightly higher around p99.9)", lambda r: r > 1.0)}
@@ -124,7 +126,7 @@ def _table1_rows(verdict: Any, result: dict[str, Any], both: bool, missing: str)
             verdict.add(rname, paper_ratio, None, "", "", "not derivable",
                         "not derivable here: " + "; ".join(reasons or ["no data"]))
     for ev in ("task-clock", "context-switches", "cpu-migrations"):
-        for mode in result["params"]["cgroup_modes"]:
+        for mode in result["params"]["isolation_modes"]:
             m = lp.mean_of(pt, mode, ev)
             if m is not None:
                 verdict.add(f"measured {ev} ({mode}, {rate:g} pkt/s, mean of repetitions)", None, m,

@@ -21,8 +21,14 @@ import pytest
 
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
-from benchbook.analysis.latency_report import PERCENTILES, exact_from_buckets
-from benchbook.analysis.percentiles import discrete_percentiles, discrete_rank, exact_ladder, ladder_value
+from benchbook.analysis.latency_report import exact_from_buckets
+from benchbook.analysis.percentiles import (
+    REPORTED_PERCENTILES,
+    discrete_percentiles,
+    discrete_rank,
+    exact_ladder,
+    ladder_value,
+)
 
 EDGE_PERCENTILES = ("0", "0.1", "1", "10", "12.5", "25", "33.3", "50", "66.7", "75", "90", "95", "99", "99.5",
                     "99.9", "99.95", "99.99", "99.999", "99.9999", "100")
@@ -144,6 +150,6 @@ def test_latency_report_exact_path_at_the_edges(tmp_path):
     h = HdrHistogram(1, 3_600_000_000_000, 3)
     h.record(lat)
     pq.write_table(pa.table({"latency_ns": lat}), tmp_path / "l.parquet")
-    got = exact_from_buckets(h, tmp_path / "l.parquet", [float(p) for p in PERCENTILES])
-    for p in PERCENTILES:
+    got = exact_from_buckets(h, tmp_path / "l.parquet", [float(p) for p in REPORTED_PERCENTILES])
+    for p in REPORTED_PERCENTILES:
         assert got[float(p)] == lat[rank_by_fraction(p, n) - 1], p

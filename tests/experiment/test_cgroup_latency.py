@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.experiment import cgroup_latency as cl
 from benchbook.tools import loadgen
@@ -33,7 +33,7 @@ def test_discrete_percentiles_match_reference():
     got = discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
     for p in (0.1, 25, 50, 90, 99, 99.9, 100):
         assert got[p] == ref_percentile(vals, p), p
-    assert discrete_percentiles(np.array([], dtype=np.int64), cl.PERCENTILES) == {p: None for p in cl.PERCENTILES}
+    assert discrete_percentiles(np.array([], dtype=np.int64), [50.0, 99.9]) == {50.0: None, 99.9: None}
     # the exact-rank edge: 1000 distinct values, p = 99.9 is the 999th (floating point alone says the 1000th)
     thousand = np.arange(1, 1001)
     assert discrete_percentiles(thousand, [99.9])[99.9] == ref_percentile(thousand.tolist(), 99.9) == 999
@@ -60,6 +60,10 @@ def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
     ref = sorted(kept.tolist())
     for p in ("50", "99", "99.9"):
         assert an["percentiles_ns"][p] == ref_percentile(ref, float(p))
+    # the shared list of reported percentiles; one the ~19 800 matched packets cannot resolve is null, with why
+    assert tuple(an["percentiles_ns"]) == REPORTED_PERCENTILES
+    assert an["percentiles_ns"]["99.999"] is None and "not resolvable" in an["unresolved_percentiles"]["99.999"]
+    assert "99.9" not in an["unresolved_percentiles"]
     assert (tmp_path / "latencies.parquet").exists()
 
 
@@ -76,7 +80,7 @@ def test_worst_repetition_and_perf_table_keep_missing_as_missing():
            _point("v1", 2, 200, 60, [tc(30.0), ns])]
     assert cl.worst_repetition(pts)["repetition"] == 1
     assert cl.worst_repetition(pts, "99.9")["repetition"] == 2
-    result = {"params": {"cgroup_modes": ["v1", "v2"]}, "points": pts,
+    result = {"params": {"isolation_modes": ["v1", "v2"]}, "points": pts,
               "arms": {"v1": {"runnable": True, "reason": ""}, "v2": {"runnable": False, "reason": "no v2 cpuset"}}}
     t = cl.perf_table(result)
     row = t[(t["mode"] == "v1") & (t["event"] == "task-clock")].iloc[0]

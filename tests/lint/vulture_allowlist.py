@@ -35,7 +35,7 @@ typingctx  # numba's @intrinsic passes the typing context as the first argument 
 # --- looked up by name at run time
 _.from_spec  # the engines' factories, registered as "module:Class.from_spec" (engine/options.ENGINES)
 plan_testpmd  # a DuT kind's planner, registered as "module:attribute" (testbed/dut.DUT_KINDS)
-plan_kernel  # as plan_testpmd
+plan_ip_forward  # as plan_testpmd
 plan_testpmd_lxc  # as plan_testpmd (testbed/lxc_dut)
 _.load8  # match_kernel loads it by name: numba_global("benchbook.analysis.match_intrinsics", "load8")
 _._put  # Executor runs a step through getattr(self, f"_{step.kind}") (testbed/plan)

@@ -39,7 +39,7 @@ def _result(v1: tuple[int, int], v2: tuple[int, int], v2_runnable: bool = True) 
     if v2_runnable:
         points += [_point("v2", 0, *v2)]
     return {"arms": arms, "points": points,
-            "params": {"cgroup_modes": ["v1", "v2"], "rates_pps": [10000.0], "repetitions": 2, "worst_by": "max"}}
+            "params": {"isolation_modes": ["v1", "v2"], "rates_pps": [10000.0], "repetitions": 2, "worst_by": "max"}}
 
 
 def _rows(daichendt, result, tolerance=0.10):

@@ -33,14 +33,14 @@ def _empty_leftovers() -> dict:
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
+@pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("ip-forward", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
 
     if mode == "v1" and cg.v1_hierarchy("cpuset") is None:
         pytest.skip("no cgroup v1 cpuset hierarchy on this host (pure cgroup v2): the v1 recipe cannot run")
 
-    params = cl.ExperimentParams(rates_pps=[5000], duration_s=1.0, repetitions=1, cgroup_modes=[mode], dut_kind=kind,
+    params = cl.ExperimentParams(rates_pps=[5000], duration_s=1.0, repetitions=1, isolation_modes=[mode], dut_kind=kind,
                                  perf_repeats=2, settle_s=0.3)
     p = cl.measure_point(params, mode, 5000.0, 0, tmp_path)
     assert p["status"] == "complete", p.get("traceback")
@@ -113,7 +113,7 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
 _CHILD = """
 import sys
 from benchbook.experiment import cgroup_latency as cl
-p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, cgroup_modes=["v1"], perf_repeats=1)
+p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, isolation_modes=["v1"], perf_repeats=1)
 cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 """
 

@@ -47,7 +47,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchbook.analysis.latency import IdKey, match_captures
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
+from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.repetitions import (
@@ -67,7 +68,6 @@ from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
-PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # the packet id bb-loadgen writes into every frame
 LOADGEN_ID = IdKey(offset=loadgen.ID_OFFSET, width=loadgen.ID_WIDTH, byteorder=loadgen.ID_BYTEORDER)
 
@@ -87,7 +87,7 @@ class ExperimentParams:
     duration_s: float = 3.0
     repetitions: int = 3
     seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
-    cgroup_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])   # isolation modes ("none" too)
+    isolation_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])  # testbed.isolation.ISOLATION_MODES
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
     perf_repeats: int = 3
@@ -235,13 +235,16 @@ def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
     res = match_captures(d / "pre.pcap", d / "post.pcap", key=LOADGEN_ID,
                          out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
+    exact = discrete_percentiles(lat, [float(p) for p in REPORTED_PERCENTILES])
+    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))
     return {
         "counts": {k: int(v) for k, v in res.counts.items()},
         "warnings": list(res.warnings),
         "min_ns": int(lat[0]) if len(lat) else None,
         "max_ns": int(lat[-1]) if len(lat) else None,
         "mean_ns": float(lat.mean()) if len(lat) else None,
-        "percentiles_ns": {f"{p:g}": v for p, v in discrete_percentiles(lat, PERCENTILES).items()},
+        "percentiles_ns": shown,                 # None where the matched packets cannot resolve it ...
+        "unresolved_percentiles": unresolved,    # ... and why
         "percentile_method": "exact discrete (smallest latency with at least p of packets at or below it)",
     }
 
@@ -257,7 +260,7 @@ def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np
 # -------------------------------------------------------------------------------------------------
 def arm_status(params: ExperimentParams, backend: Backend) -> dict[str, dict[str, Any]]:
     """Per isolation mode: runnable on the backend's DuT host? (with the reason)"""
-    return backend.mode_status(params.cgroup_modes)
+    return backend.mode_status(params.isolation_modes)
 
 
 def capabilities(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
@@ -270,14 +273,14 @@ def _grid(params: ExperimentParams) -> list[tuple[str, float, int]]:
     when ``params.seed`` is given, else mode by mode (the order a real run draws is in its repetitions.json)."""
     arms = _arms(params)
     if params.seed is None:
-        return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps
+        return [(m, r, k) for m in params.isolation_modes for r in params.rates_pps
                 for k in range(1, params.repetitions + 1)]
     return [(arms[s["arm"]]["mode"], arms[s["arm"]]["rate_pps"], s["repetition"])
             for s in interleaved_order(list(arms), params.repetitions, params.seed)]
 
 
 def _arms(params: ExperimentParams) -> dict[str, dict[str, Any]]:
-    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.cgroup_modes for r in params.rates_pps}
+    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.isolation_modes for r in params.rates_pps}
 
 
 def dry_run_plan(params: ExperimentParams, backend: Backend | None = None) -> dict[str, list[str]]:
@@ -303,8 +306,8 @@ def write_dry_run(params: ExperimentParams, output_dir: Path, backend: Backend |
     plan = dry_run_plan(params, backend)
     where = f"inventory {params.inventory}" if params.inventory else "this machine"
     lines = [f"# benchbook dry run: backend {params.backend} ({where}); nothing was run",
-             f"# modes {', '.join(params.cgroup_modes)} x rates {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"
-             f" x {params.repetitions} repetitions",
+             f"# modes {', '.join(params.isolation_modes)} x rates "
+             f"{', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s x {params.repetitions} repetitions",
              f"# {DRY_RUN_DIR}: the output directory; names carry the run token ({DRY_RUN_TOKEN} here); values known "
              f"only at run time: " + "; ".join(f"{k}: {v}" for k, v in RUNTIME_VALUES.items())]
     for role, cmds in plan.items():
@@ -381,7 +384,7 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
                                  "leftovers_after": backend.leftovers(run_tokens(points))}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
-    first = _grid(params)[0] if params.cgroup_modes and params.rates_pps and params.repetitions else None
+    first = _grid(params)[0] if params.isolation_modes and params.rates_pps and params.repetitions else None
     caps.extend(capabilities(arms))
     caps.extend(backend.capability_lines(measurement(params, *first, run_dir=out) if first else None))
     write_json_atomic(out / "capabilities.json", caps)
@@ -511,7 +514,7 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float,
 def _worst_per_mode(result: dict[str, Any], rate_pps: float, worst_by: str) -> list[dict[str, Any]]:
     """The worst complete repetition of each mode at one rate (modes without one are left out)."""
     worst = (worst_repetition(complete_points(result, mode, rate_pps), worst_by)
-             for mode in result["params"]["cgroup_modes"])
+             for mode in result["params"]["isolation_modes"])
     return [p for p in worst if p is not None]
 
 
@@ -533,7 +536,7 @@ def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float
 def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
     """Write achieved rate, loss and capture drops of every point at `rate_pps` (and arms not run) onto fig."""
     lines = []
-    for mode in result["params"]["cgroup_modes"]:
+    for mode in result["params"]["isolation_modes"]:
         arm = result["arms"].get(mode, {})
         if not arm.get("runnable", True):
             lines.append(f"{mode}: not runnable here ({arm.get('reason', '')[:90]})")
@@ -563,7 +566,7 @@ def perf_table(result: dict[str, Any], rate_pps: float | None = None,
     """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
     without a completed point gets a "not run" row for each of events_expected."""
     rows = []
-    for mode in result["params"]["cgroup_modes"]:
+    for mode in result["params"]["isolation_modes"]:
         pts = [p for p in complete_points(result, mode, rate_pps) if p.get("perf", {}).get("status") == "run"]
         arm = result["arms"].get(mode, {})
         events: dict[str, list[dict[str, Any]]] = {}

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import zstandard
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.reproduce.datasets import dataset_path
-from benchbook.tools import pos_evaluator as pe
 
 DATA = dataset_path("containerized-low-latency")
 
