@@ -56,8 +56,8 @@ def test_reproduce_fig3_testbed_dry_run_lists_tool_commands(tmp_path):
     files = list(tmp_path.rglob(lp.DRY_RUN_FILE))
     assert len(files) == 1, files
     hosts = lp.read_dry_run(files[0])
-    # the entry's parameters: rates_pps = [10000], the notebook's 3 repetitions of v1 and v2, 3 s
-    _assert_testbed_commands_from_tools(hosts, [10000.0], ["v1", "v2"], 3, 3)
+    # the entry's [parameters]: rates_pps = [10000], 6 repetitions of v1 and v2, 1 s each
+    _assert_testbed_commands_from_tools(hosts, [10000.0], ["v1", "v2"], 6, 1)
     assert "## host dut" in r.stdout, "the CLI prints the dry run"
     run_dir = files[0].parent
     assert not any((run_dir / "raw").rglob("*")) and not (run_dir / lp.RESULT_FILE).exists(), "nothing measured"

@@ -59,6 +59,8 @@ _.unmatched_post  # a field of the synthetic pair's truth, read by name in Truth
 _.duplicated  # the generator's per-packet truth beside id, t_pre_ns and latency_ns, for callers (capture/synth)
 _.estimator  # what statistic a loaded run carries, per input kind (analysis/run_sets.Run)
 _.ci90_value  # a field of a measured verdict row, written into verdict.json by asdict (reproduce/verdict_rows)
+_.unit_a  # a field of a judged claim, written into verdict.json by asdict; the site heads a's per-run values
+# with it (reproduce/verdict_rows, publish/measured_view)
 
 # --- slots of a layout unpacked from range(): each slot is named so the indices stay right
 FL_HS  # analysis/tcp_flows: the flow array's handshake slot

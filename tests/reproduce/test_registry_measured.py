@@ -185,8 +185,8 @@ def test_legacy_entries_keep_tolerances_until_converted(tmp_path):
 
 # entries still under exact print rules when the verdict layer landed; a conversion removes its id here
 LEGACY_WHEN_THE_JUDGE_LANDED = {
-    "daichendt-iitm23-table1", "geist-iitm19-fig4", "kato-ijat18-fig9", "stemplinger-iitm19-fig2",
-    "stemplinger-iitm19-fig3", "turkovic-diss-fig6-1a", "turkovic-diss-fig6-1b", "turkovic-diss-table5-1",
+    "daichendt-iitm23-table1",
+    "turkovic-diss-fig6-1a", "turkovic-diss-fig6-1b", "turkovic-diss-table5-1",
     "turkovic-diss-table5-2", "turkovic-diss-table5-3", "zunker-thesis24-fig6-5"}
 
 

@@ -96,8 +96,8 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
                      for p in json.loads((run / "latency-points.json").read_text())["points"])
         if not v2_ran:  # never "reproduced" without the comparison the figure exists for
             assert verdict["outcome"] == "partial" and verdict["claim"]["status"] == "not derivable", verdict
-            rel = [r for r in verdict["rows"] if r["name"] == "p99.9 latency ratio v1/v2"]
-            assert rel and rel[0]["status"] == "not derivable" and "v2" in rel[0]["note"]
+            rel = [c for c in verdict["claims"] if c["id"] == "v1-higher-p99.9"]
+            assert rel and rel[0]["verdict"] == "not derivable" and "v2" in rel[0]["reason"]
         metrics = json.loads((run / "metrics.json").read_text())
         pts = metrics["latency_points"]["points"]
         assert any(p["status"] == "complete" and p["achieved_pps"] > 0 for p in pts)

@@ -50,8 +50,8 @@ from rich.text import Text
 
 from benchbook.analysis.multiplicity import ALPHA, k_of_m
 from benchbook.atomic_write import write_json_atomic
-from benchbook.reproduce.judge import judge_entry
-from benchbook.reproduce.registry import FigureEntry, PublishedValue
+from benchbook.reproduce.judge import RunStatistics, judge_entry, summarise_runs
+from benchbook.reproduce.registry import FigureEntry, PublishedValue, StatisticRef
 from benchbook.reproduce.verdict_rows import (
     FAILS,
     FIGURE_REDRAWN,
@@ -193,6 +193,15 @@ class Verdict:
         self.claims = j.claims
         self.plan, self.noise_floor = j.plan, j.noise_floor
         return self
+
+    def add_run_summary(self, name: str, output_dir: Path | str, arm: str, statistic: str, scale: float = 1.0,
+                        unit: str | None = None, note: str = "") -> VerdictRow:
+        """An ``info`` row (context, never judged) with the median over the valid runs of ``arm:statistic`` and
+        the 95 % interval of that median, the observed extreme for a maximum or minimum (V11), or why there is no
+        value (a percentile no run resolves, V2; an arm that did not run); ``scale`` converts for display in
+        ``unit`` (judge.summarise_runs)."""
+        got = summarise_runs(RunStatistics(output_dir), StatisticRef(arm, statistic), scale, unit)
+        return self.add(name, None, got.value, got.unit, arm, INFO, "; ".join(x for x in (got.text, note) if x))
 
     def add_figure(self, stem: str, exports: dict[str, str]) -> None:
         """Record what save_figure produced: format -> path or 'unavailable: <reason>'."""
