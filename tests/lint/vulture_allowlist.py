@@ -17,10 +17,10 @@ _.do_PUT  # as do_POST
 _.do_DELETE  # as do_POST
 _.do_PATCH  # as do_POST
 _.do_OPTIONS  # as do_POST
-_.allow_stdin  # an nbclient NotebookClient trait (experiment/kernel_session)
-_.shutdown_wait_time  # an nbclient NotebookClient trait (experiment/kernel_session)
-_.execute_managed_notebook  # papermill's engine API calls it (experiment/kernel_session's engine)
-_.kernel_snapshot  # called by name inside the Jupyter kernel (experiment/kernel_session._call)
+_.allow_stdin  # an nbclient NotebookClient trait (experiment/jupyter_session)
+_.shutdown_wait_time  # an nbclient NotebookClient trait (experiment/jupyter_session)
+_.execute_managed_notebook  # papermill's engine API calls it (experiment/jupyter_session's engine)
+_.kernel_snapshot  # called by name inside the Jupyter kernel (experiment/jupyter_session._call)
 _.kernel_begin_point  # as kernel_snapshot
 _.kernel_end_point  # as kernel_snapshot
 _.datePublished  # an RO-Crate property, written into ro-crate-metadata.json (experiment/rocrate_export)

@@ -122,7 +122,7 @@ def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
     assert w_max.value == 8.0 and not w_max.comparable and w_max.run_statistic == "first_w_max_reached_s"
     slowest = fig4["Fig. 4 (Cubic): cwnd at the slowest growth / W_max"]
     assert slowest.margin_abs == 0.1 and slowest.margin_source == ("instrument resolution",)
-    assert entry4.measured and not entry4.legacy_tolerances
+    assert entry4.measured
     assert [(c.id, c.test, c.q) for c in entry4.claims if c.principal] == [
         ("cubic-concave-then-convex", "share >=", 0.9)]
     assert all(p.note for p in [*fig1.values(), *fig4.values()])

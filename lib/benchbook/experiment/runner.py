@@ -42,7 +42,7 @@ from benchbook.provenance.environment import (
 from benchbook.provenance.fingerprint import host_fingerprint
 
 if TYPE_CHECKING:
-    from benchbook.experiment.kernel_session import KernelSession
+    from benchbook.experiment.jupyter_session import JupyterSession
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
 
@@ -273,12 +273,12 @@ def run_notebook(
     manifest: Path | None = None,
     fingerprint: dict[str, Any] | None = None,
     capabilities: Iterable[dict[str, Any]] = (),
-    kernel: KernelSession | None = None,
+    kernel: JupyterSession | None = None,
     run_dir: Path | None = None,
 ) -> RunResult:
     """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
 
-    With ``kernel`` (a KernelSession, as a sweep passes) the notebook runs in that session's
+    With ``kernel`` (a JupyterSession, as a sweep passes) the notebook runs in that session's
     kernel, reset to a fresh kernel's state for it, instead of a kernel started for this run.
 
     The run record holds the host fingerprint (computed once per process unless given), the

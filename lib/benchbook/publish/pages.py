@@ -199,13 +199,16 @@ downloads below, in a checkout of git commit <code>{{ env.git_commit or "unknown
 {% endfor %}</tbody></table>
 </section>"""
 
-_BARE_PAGE = """<!DOCTYPE html>
+# the opening of the pages written here (the bare run page and the index), up to their titles
+_PAGE_START = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="icon" href="data:,">
-<title>{{ bb.title }}</title>
+"""
+
+_BARE_PAGE = _PAGE_START + """<title>{{ bb.title }}</title>
 <link rel="stylesheet" href="{{ bb.assets }}/site.css">
 </head>
 <body class="bb-page">
@@ -220,13 +223,7 @@ _BARE_PAGE = """<!DOCTYPE html>
 </html>
 """
 
-_INDEX = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="icon" href="data:,">
-<title>benchbook: published runs</title>
+_INDEX = _PAGE_START + """<title>benchbook: published runs</title>
 <link rel="stylesheet" href="assets/site.css">
 </head>
 <body class="bb-index">

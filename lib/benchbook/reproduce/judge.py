@@ -383,6 +383,12 @@ def _share_runs_needed(k: int, n: int, runs: int, q: float) -> int | None:
     return hi
 
 
+def _on_common_runs(a: PerRun, b: PerRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs that carry both statistics, and each statistic's values in those runs."""
+    runs = np.intersect1d(a.runs, b.runs)
+    return runs, a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+
+
 def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Path | str) -> ClaimResult:
     assert claim.successes is not None and claim.trials is not None and claim.q is not None
     res.successes, res.trials, res.q = str(claim.successes), str(claim.trials), claim.q
@@ -392,12 +398,10 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
             res.reason = str(got)
             return res
     assert isinstance(s, PerRun) and isinstance(t, PerRun)
-    runs = np.intersect1d(s.runs, t.runs)
+    runs, k_i, n_i = _on_common_runs(s, t)
     if runs.size == 0:
         res.reason = f"no valid run carries both {claim.successes} and {claim.trials}"
         return res
-    k_i = s.values[np.isin(s.runs, runs)]
-    n_i = t.values[np.isin(t.runs, runs)]
     _describe(res, s, t, runs, runs)
     if np.any(k_i != np.round(k_i)) or np.any(n_i != np.round(n_i)) or np.any(k_i < 0) or np.any(k_i > n_i):
         raise JudgeError(f"{source}: [[claims]] {claim.id!r}: successes and trials must be whole counts with "
@@ -453,8 +457,7 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     assert isinstance(a, PerRun) and isinstance(b, PerRun)
     paired = claim.a.arm == claim.b.arm
     if paired:
-        runs = np.intersect1d(a.runs, b.runs)
-        va, vb = a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+        runs, va, vb = _on_common_runs(a, b)
         res.run_ids = runs.tolist()
         res.runs = int(runs.size)
         _describe(res, a, b, runs, runs)
@@ -571,8 +574,8 @@ def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors 
     (default: the entry's calibration for this host, if any). ``seed``: of the bootstraps (default: the plan's
     seed, else DEFAULT_SEED), recorded in each claim."""
     if not entry.measured:
-        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}"
-                         + (", legacy_tolerances" if entry.legacy_tolerances else "") + "): use Verdict.check")
+        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}, "
+                         "no [[published]] values or [[claims]]): use Verdict.check")
     data = RunStatistics(output_dir)
     if floors is None:
         floors = load_noise_floors(entry.id)

@@ -26,8 +26,8 @@ principal claim holds, ``mismatch`` if one fails, ``not derivable`` if one canno
 mismatch, else ``not derivable`` if any is not derivable or missing, else ``figure redrawn`` when none was
 compared, else ``reproduced``.
 
-A measured-mode entry that is not judged across runs (marked legacy_tolerances until its values are re-stated as
-margins, or declaring no values at all, e.g. counts checked against a generator's known truth) has kind
+A measured-mode entry that is not judged across runs (declaring no values or claims at all, e.g. counts checked
+against a generator's known truth) has kind
 ``exact-measured`` and the published-data rules.
 
 ``failed`` (the notebook did not complete or wrote no verdict) is set by ``benchbook reproduce``.
@@ -80,8 +80,8 @@ from benchbook.reproduce.verdict_rows import (
 VERDICT_FILE = "verdict.json"
 SCHEMA = "benchbook.verdict/2"
 SCHEMAS = ("benchbook.verdict/1", SCHEMA)   # readable
-# kinds: exact print rules (published data), judged across runs, or a measured-mode entry under exact rules (marked
-# legacy_tolerances, or declaring no values: e.g. counts checked against a generator's known truth)
+# kinds: exact print rules (published data), judged across runs, or a measured-mode entry under exact rules (one
+# declaring no values: e.g. counts checked against a generator's known truth)
 PUBLISHED_DATA, MEASURED, EXACT_MEASURED = "published-data", "measured", "exact-measured"
 _STYLES = {MATCH: "green", REPRODUCED: "green", MISMATCH: "bold red", NOT_DERIVABLE: "yellow",
            INCONCLUSIVE: "magenta", NOT_COMPARABLE: "yellow", FIGURE_REDRAWN: "cyan", INFO: "dim",
