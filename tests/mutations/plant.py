@@ -377,6 +377,16 @@ MUTATIONS = (
         ("tests/reproduce/test_registry_measured.py::test_print_precision_is_half_a_unit_of_the_last_digit",),
         hint="registry.py",
     ),
+    Mutation(
+        "schedule-late-step-delayed-not-skipped",
+        "a link-schedule step whose successor is already due is still run, late, so lateness piles up over the "
+        "schedule (needs root: the test runs the dumbbell in namespaces)",
+        (("            if k + 1 < len(steps) and now >= steps[k + 1].t_s:",
+          "            if k + 1 < len(steps) and False:"),),
+        ("tests/testbed/test_link_schedule.py::"
+         "test_steps_are_applied_one_process_each_and_skipped_rather_than_delayed",),
+        hint="dumbbell.py",
+    ),
 )
 
 

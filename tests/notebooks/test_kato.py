@@ -68,6 +68,28 @@ def test_a_run_whose_gate_drifted_is_invalid() -> None:
     assert "no record" in kato.gate_lateness({"metrics": {}})
 
 
+def test_a_run_with_a_skipped_gate_step_is_invalid_and_its_periods_leave_the_step_out() -> None:
+    """A skipped step is not on time, whatever the others' lateness: the run is invalid; the realised periods use
+    the steps that were done."""
+    steps = [{"t_s": 0.0, "rate_bps": 100_000_000}, {"t_s": 1.0, "rate_bps": kato.GATE_CLOSED_BPS},
+             {"t_s": 1.11, "rate_bps": 100_000_000}, {"t_s": 1.43, "rate_bps": kato.GATE_CLOSED_BPS},
+             {"t_s": 1.54, "rate_bps": 100_000_000}]
+    applied = [{**steps[0], "done_at_s": 0.01}, {**steps[1], "done_at_s": 1.02},
+               {**steps[2], "done_at_s": 1.13},
+               {**steps[3], "done_at_s": None, "applied_at_s": None, "checked_at_s": 1.55, "skipped": True,
+                "reason": "the next step (1.54 s) was already due when this one's turn came (1.550 s)"},
+               {**steps[4], "done_at_s": 1.60}]
+    rec = {"config": {"schedule": {"steps": steps}}, "metrics": {"emulation": {"schedule": {"applied": applied}}}}
+    why = kato.gate_lateness(rec)
+    assert why is not None and "1 of 5 gate steps were skipped, the first at 1.43 s" in why
+    assert "already due" in why
+    g = kato.gate_periods(applied)
+    assert g["cycles"] == 1 and g["closed_ms"] == pytest.approx(110.0)
+    done = [{k: v for k, v in a.items() if k not in ("skipped", "reason", "checked_at_s")} for a in applied]
+    done[3]["done_at_s"] = 1.44
+    assert kato.gate_lateness({**rec, "metrics": {"emulation": {"schedule": {"applied": done}}}}) is None
+
+
 def test_registry_and_dry_run_list_every_gate_step(tmp_path: Path) -> None:
     entry = load_entry("kato-ijat18-fig9")
     values = {p.name: p for p in entry.published}

@@ -115,7 +115,8 @@ def _print_result(res, console) -> None:
                                                                                              "yellow")
             console.print(f"principal claim: {claim['text']} [{style}]{claim['status']}[/]", highlight=False)
     if res.plan is not None:
-        console.print(res.plan, highlight=False, markup=False, end="")
+        # soft_wrap: a plan's lines stay whole (a copied command must be the one that runs)
+        console.print(res.plan, highlight=False, markup=False, end="", soft_wrap=True)
     console.print(f"[{_STYLES[res.outcome]}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
     if res.run_dir is not None:
         console.print(f"  outputs: {res.run_dir}", highlight=False)
