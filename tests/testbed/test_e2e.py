@@ -60,6 +60,9 @@ def test_point_through_dut(tmp_path, kind, mode):
         assert p["dut"]["cpus_allowed"] == "1", "testpmd confined to the DuT core by its cgroup"
         tc = [x for x in p["perf"]["counters"] if x["event"] == "task-clock"][0]
         assert tc["status"] == "counted" and tc["value"] > 0
+    else:  # the kernel's forwarding: the DuT's interface counters, read before and after the load
+        st = p["dut_stats"]
+        assert st["ingress_rx_packets"] >= c["matched"] and st["egress_tx_packets"] >= c["matched"], st
     assert (tmp_path / p["dir"] / "latencies.parquet").exists()
     # nothing of this run is left (other engineers' concurrent runs are not ours to judge)
 

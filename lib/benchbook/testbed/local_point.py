@@ -122,11 +122,12 @@ def point_record(plan: Plan, execution: Execution) -> dict[str, Any]:
         results["captures"] = caps
     if "pre" in caps and "post" in caps:
         results["capture_dir"] = plan.measurement.run_dir
-    if "dut" in out:
-        results["dut_stats"] = dut.stats(execution)
-        tail = out["dut"].get("stats", {}).get("log_tail")
-        if tail is not None:
-            results["dut_log"] = str(tail)
+    stats = dut.stats(execution)   # every kind's: a DuT without a process keeps its counters in steps of its own
+    if stats or "dut" in out:
+        results["dut_stats"] = stats
+    tail = out.get("dut", {}).get("stats", {}).get("log_tail")
+    if tail is not None:
+        results["dut_log"] = str(tail)
     record["results"] = results
     return record
 
