@@ -203,7 +203,8 @@ def published_reproductions(tmp_path_factory) -> Reproductions:
     (tests using it take several minutes on their first use: give them @pytest.mark.timeout(1200))."""
     done = Reproductions(tmp_path_factory.mktemp("reproduced") / "runs")
     for folder in REPRODUCED_FOLDERS:
-        proc = reproduce_cli(done.runs_dir, "--all", "--paper", folder, timeout_s=1100, all_figure_formats=True)
+        # -v: these tests read the verdict tables, which reproduce --all prints only with -v
+        proc = reproduce_cli(done.runs_dir, "--all", "--paper", folder, "-v", timeout_s=1100, all_figure_formats=True)
         done.outputs[folder], done.exit_codes[folder] = proc.stdout + proc.stderr, proc.returncode
     return done
 

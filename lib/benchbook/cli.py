@@ -36,7 +36,7 @@ HELP = "Measurement and reproducibility workbench: rerun paper figures, measure,
 # One module per top-level command (or command group) of the same name; each defines register(app).
 COMMAND_MODULES = (
     "latency", "hist", "reproduce", "run", "env", "export", "synth", "dataset", "publish", "serve", "tcp",
-    "fairness", "perf", "testbed", "cwl", "kernels", "compare",
+    "fairness", "perf", "testbed", "cwl", "kernels", "compare", "calibrate",
 )
 
 

@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, data_socket, flows_run, read_ss_samples
-from benchbook.experiment.repetitions import Statistic, run_repetitions
+from benchbook.experiment.repetitions import Calibrate, Statistic, run_repetitions
 from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import ss
 
@@ -60,16 +60,17 @@ def dry_run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s:
 
 
 def run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s: float, output_dir: Path | str,
-        progress: Any = print, repetitions: int = 1, seed: int | None = None) -> dict[str, Any]:
+        progress: Any = print, repetitions: int = 1, seed: int | None = None,
+        calibrate: Calibrate = None) -> dict[str, Any]:
     """Each congestion control alone through a fresh dumbbell, ``repetitions`` times, in the runner's seeded
     order (:mod:`benchbook.experiment.repetitions`; calling again on ``output_dir`` resumes). raw/<cca>/rep<k>/
     holds the iperf3 report, the ss samples, every command and the run's record with this paper's shape measures
     as statistics; metrics.json and capabilities.json the emulation record. ``runs``: per CCA its first valid
-    run (what the figures and verdict rows use)."""
+    run (what the figures and verdict rows use). ``calibrate``: A/A runs of that CCA instead (the runner's)."""
     out = Path(output_dir)
     arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, 1.0, ss_interval_s=sample_interval_s) for cca in ccas}
     res = run_repetitions(out, arms, repetitions, flows_run(measures=shape_statistics), seed=seed,
-                          progress=progress)
+                          progress=progress, calibrate=calibrate)
     runs: dict[str, Any] = {}
     record: dict[str, Any] = {}
     for rec in res.runs():

@@ -31,7 +31,7 @@ from benchbook.experiment.dumbbell_runs import (
     read_flow_report,
     read_ss_samples,
 )
-from benchbook.experiment.repetitions import Rule, Statistic, run_repetitions
+from benchbook.experiment.repetitions import Calibrate, Rule, Statistic, run_repetitions
 from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from benchbook.testbed.link_schedule import LinkSchedule, Step
 from benchbook.tools.iperf3 import Iperf3Report
@@ -96,17 +96,18 @@ GATE_RULE = Rule("gate on time", f"runs whose gate steps were all applied (none 
 
 def run(ccas: list[str], link: LinkSpec, schedule: LinkSchedule, duration_s: int, output_dir: Path | str,
         ss_interval_s: float = 0.05, progress: Any = print, repetitions: int = 1,
-        seed: int | None = None) -> dict[str, Any]:
+        seed: int | None = None, calibrate: Calibrate = None) -> dict[str, Any]:
     """Each congestion control through a fresh gated dumbbell, ``repetitions`` times in the runner's seeded order
     (:mod:`benchbook.experiment.repetitions`; calling again on ``output_dir`` resumes); the model's measures per
-    run are the run's statistics. ``runs``: per CCA its first valid run."""
+    run are the run's statistics. ``runs``: per CCA its first valid run. ``calibrate``: A/A runs of that CCA
+    instead (the runner's)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "schedule.txt").write_text(schedule.text())
     arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, 1.0, ss_interval_s=ss_interval_s, schedule=schedule)
             for cca in ccas}
     res = run_repetitions(out, arms, repetitions, flows_run(measures=model_statistics), seed=seed,
-                          rules=[GATE_RULE], progress=progress)
+                          rules=[GATE_RULE], progress=progress, calibrate=calibrate)
     result: dict[str, Any] = {"runs": {}, "not_runnable": res.not_runnable(), "duration_s": duration_s,
                               "repetitions": repetitions, "seed": res.summary["plan"]["seed"], "output_dir": str(out),
                               "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets}}

@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from benchbook.analysis.tcp_report import analyze_tcp
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run
-from benchbook.experiment.repetitions import RunContext, Statistic, run_repetitions
+from benchbook.experiment.repetitions import Calibrate, RunContext, Statistic, run_repetitions
 from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import tcpdump
 
@@ -117,16 +117,17 @@ def _bro_statistics(run: FlowsRun) -> list[Statistic]:
 
 
 def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progress: Any = print,
-        repetitions: int = 1, seed: int | None = None) -> dict[str, Any]:
+        repetitions: int = 1, seed: int | None = None, calibrate: Calibrate = None) -> dict[str, Any]:
     """The flow with a sender-side capture, through the repetition runner (:mod:`benchbook.experiment.
     repetitions`; calling again on ``output_dir`` resumes): raw/<cca>/rep<k>/ holds sender.pcap, the iperf3
     report, every command, the TCP analysis (tcp/, the report ``benchbook tcp`` writes) and the run's record
     with bro-tcp's measures as statistics. Returns what the verdict needs of the first valid run; metrics.json
-    and capabilities.json keep the emulation record and tcpdump's counters."""
+    and capabilities.json keep the emulation record and tcpdump's counters. ``calibrate``: A/A runs of the flow
+    instead (the runner's)."""
     out = Path(output_dir)
     arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, BIN_MS / 1000)}
     res = run_repetitions(out, arms, repetitions, flows_run(during=_sender_capture, measures=_bro_statistics),
-                          seed=seed, progress=progress)
+                          seed=seed, progress=progress, calibrate=calibrate)
     valid = res.runs(cca)
     if not valid:
         why = res.not_runnable().get(cca) or "no valid run"

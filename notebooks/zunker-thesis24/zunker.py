@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from benchbook.analysis.resolvability import resolve
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import During, FlowsArm, FlowsRun, flows_run
-from benchbook.experiment.repetitions import RunContext, Statistic, run_repetitions
+from benchbook.experiment.repetitions import Calibrate, RunContext, Statistic, base_arm, run_repetitions
 from benchbook.testbed.capabilities import probe_qdisc
 from benchbook.testbed.dumbbell import RCV_ADDR, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import udp_probe
@@ -112,18 +112,19 @@ def _probe_statistics(duration_s: int, bound_ms: float | None) -> Callable[[Flow
 
 def run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: float, size_bytes: int,
         output_dir: Path | str, progress: Any = print, repetitions: int = 1, seed: int | None = None,
-        bound_ms: float | None = None) -> dict[str, Any]:
+        bound_ms: float | None = None, calibrate: Calibrate = None) -> dict[str, Any]:
     """Each arm ``repetitions`` times, a fresh dumbbell each, in the runner's seeded order (:mod:`benchbook.
     experiment.repetitions`; calling again on ``output_dir`` resumes): raw/<arm>/rep<k>/probe.txt ("seq send_ns
     recv_ns" per received probe), the iperf3 report, commands and the run's record with the probe's statistics
     (with ``bound_ms``: also the share within it); metrics.json and capabilities.json (CAKE and fq_codel probed
-    and recorded). ``arms``: per arm its first valid run."""
+    and recorded). ``arms``: per arm its first valid run. ``calibrate``: A/A runs of that arm instead (the
+    runner's; the copy's runs are arm ``<arm>@aa``)."""
     out = Path(output_dir)
     flows = {arm: FlowsArm(links[arm], (FlowSpec("cubic"),), duration_s, 1.0) for arm in arms}
     res = run_repetitions(out, flows, repetitions,
                           flows_run(during=_probe_beside(duration_s, rate_pps, size_bytes),
                                     measures=_probe_statistics(duration_s, bound_ms)),
-                          seed=seed, progress=progress)
+                          seed=seed, progress=progress, calibrate=calibrate)
     result: dict[str, Any] = {"arms": {}, "not_runnable": res.not_runnable(), "duration_s": duration_s,
                               "rate_pps": rate_pps, "size_bytes": size_bytes, "lead_s": LEAD_S,
                               "repetitions": repetitions, "seed": res.summary["plan"]["seed"], "output_dir": str(out)}
@@ -132,7 +133,7 @@ def run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: 
         m = rec["metrics"]
         record = m["emulation"]
         if rec["arm"] not in result["arms"]:
-            link = links[rec["arm"]]
+            link = links[base_arm(rec["arm"])]
             result["arms"][rec["arm"]] = {
                 "dir": rec["dir"], "token": m["token"], "tcp_start_ns": m["tcp_start_ns"],
                 "probe_start_ns": m["probe_start_ns"], "sent": m["sent"],

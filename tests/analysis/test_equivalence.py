@@ -132,6 +132,22 @@ def test_holm_against_its_definition_and_family_wise_error() -> None:
     assert k.text().startswith("2 of 12 different; 0.6 expected by chance")
 
 
+def test_another_alpha_gives_the_1_minus_2alpha_and_1_minus_alpha_intervals() -> None:
+    """alpha = 0.0125 (a look of four): the two intervals are the 97.5 % and 98.75 % ones of the same bootstrap;
+    below the 98.75 % order-statistic minimum (8 runs) the reference comparison names 8 runs."""
+    rng = np.random.default_rng(11)
+    a, b = 100 * np.exp(0.02 * rng.standard_normal(10)), 103 * np.exp(0.02 * rng.standard_normal(10))
+    m = Margin.relative(0.10)
+    usual, wide = compare_samples(a, b, m), compare_samples(a, b, m, alpha=0.0125)
+    assert wide.alpha == 0.0125 and wide.as_dict()["alpha"] == 0.0125 and usual.alpha == 0.05
+    lo90, hi90 = bootstrap_delta(a, b, "log-ratio", (0.975, 0.9875)).interval(0.975)
+    assert wide.ci90 == pytest.approx((lo90, hi90)) and wide.ci95[0] < usual.ci95[0] < usual.ci95[1] < wide.ci95[1]
+    few = compare_to_reference(a[:6], 100.0, m, alpha=0.0125)
+    assert few.verdict == INCONCLUSIVE and few.runs_needed >= 8 and "98.75 % needs at least 8 runs" in few.reason
+    with pytest.raises(ValueError, match="alpha"):
+        compare_samples(a, b, m, alpha=0.6)
+
+
 def test_margin_printed_with_one_plus_minus_sign() -> None:
     """A margin declared in a TOML carries its ± ("±5 %"), one given to compare --margin does not ("5%"): the reasons
     print one sign either way (they printed "+-±5 %")."""

@@ -28,6 +28,7 @@ from benchbook.experiment.repetitions import (
     RunContext,
     RunsFailed,
     Statistic,
+    base_arm,
     run_repetitions,
 )
 from benchbook.filelock import FileLock, LockBusy
@@ -148,7 +149,7 @@ def test_a_changed_plan_is_refused_and_the_same_plan_runs_nothing(tmp_path: Path
     assert again.calls == [] and len(res.records) == 4
     changed = [
         ({**arms, "x": Config(30, ("cubic",))}, 2, 3, "arm 'x' configured differently (duration_s: 5 there, 30 here)"),
-        (arms, 3, 3, "repetitions 2 there, 3 here"),
+        (arms, 1, 3, "repetitions 2 there, 1 here (a plan is extended, never shortened)"),
         (arms, 2, 4, "seed 3 there, 4 here"),
         ({"y": arms["y"], "x": arms["x"]}, 2, 3, "arms ['x', 'y'] there, ['y', 'x'] here"),
     ]
@@ -159,6 +160,51 @@ def test_a_changed_plan_is_refused_and_the_same_plan_runs_nothing(tmp_path: Path
         run_repetitions(tmp_path, arms, 2, again, seed=3, rules=[Rule("r", "d", lambda rec: None)], progress=None)
     assert again.calls == []
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != SUMMARY_FILE} == snapshot
+
+
+def test_more_repetitions_extend_the_plan_in_the_seeded_order_without_rerunning(tmp_path: Path) -> None:
+    first = Recorder()
+    run_repetitions(tmp_path, ARMS, 2, first, seed=99, progress=None)
+    order = expected_order(list(ARMS), 5, 99)
+    assert first.calls == order[:6]                     # the first rounds of a longer plan are the same
+    started = {(a, r): json.loads((tmp_path / "raw" / a / f"rep{r}" / RECORD_FILE).read_text())["started"]
+               for a, r in order[:6]}
+    said: list[str] = []
+    more = Recorder()
+    res = run_repetitions(tmp_path, ARMS, 3, more, progress=said.append)   # seed None: the recorded one
+    assert more.calls == order[6:9]                     # only the new round runs
+    assert "plan extended from 2 to 3 repetitions" in said[0]
+    again = Recorder()
+    res = run_repetitions(tmp_path, ARMS, 5, again, seed=99, progress=None)
+    assert again.calls == order[9:]
+    assert [(r["arm"], r["repetition"]) for r in res.records] == order
+    for (a, r), t in started.items():                   # nothing of the first plan was rerun
+        assert json.loads((tmp_path / "raw" / a / f"rep{r}" / RECORD_FILE).read_text())["started"] == t
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["plan"]["repetitions"] == 5 and summary["counts"]["complete"] == 15
+    assert [(e["from"], e["to"]) for e in summary["extensions"]] == [(2, 3), (3, 5)]
+    assert summary["extensions"][0]["at"] <= summary["extensions"][1]["at"]
+    assert [(o["arm"], o["repetition"]) for o in summary["order"]] == order
+    table = pd.read_parquet(tmp_path / TABLE_FILE)
+    assert len(table[table["statistic"] == "achieved_pps"]) == 15
+    assert run_repetitions(tmp_path, ARMS, 5, Recorder(), progress=None).summary["extensions"] == summary["extensions"]
+
+
+def test_an_aa_calibration_runs_one_arm_as_two_interleaved_arms(tmp_path: Path) -> None:
+    fn = Recorder()
+    res = run_repetitions(tmp_path, ARMS, 3, fn, seed=5, progress=None, calibrate="b")
+    assert fn.calls == expected_order(["b", "b@aa"], 3, 5)
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["plan"]["arms"] == {"b": ARMS["b"], "b@aa": ARMS["b"]}
+    assert summary["plan"]["calibration"] == {"b@aa": "b"}
+    assert {r["arm"] for r in res.records} == {"b", "b@aa"} and all(r["config"] == ARMS["b"] for r in res.records)
+    with pytest.raises(PlanMismatch, match="A/A calibration"):
+        run_repetitions(tmp_path, ARMS, 3, Recorder(), progress=None, calibrate="c")
+    with pytest.raises(ValueError, match="calibrate: no arm 'z' in this plan"):
+        run_repetitions(tmp_path / "other", ARMS, 3, Recorder(), progress=None, calibrate=["z"])
+    first = Recorder()
+    run_repetitions(tmp_path / "first", ARMS, 2, first, seed=5, progress=None, calibrate=True)
+    assert first.calls == expected_order(["a", "a@aa"], 2, 5) and base_arm("a@aa") == "a" == base_arm("a")
 
 
 class ConfigRecorder(Recorder):

@@ -135,6 +135,42 @@ MUTATIONS = (
         hint="intervals.py",
     ),
     Mutation(
+        "sequential-alpha-not-split",
+        "--until-decisive judges every look at alpha instead of alpha / K (K looks planned): repeating until an "
+        "interval looks decisive inflates the chance of a wrong verdict",
+        (("        return self.alpha / self.looks", "        return self.alpha"),),
+        ("tests/reproduce/test_until_decisive.py::test_bonferroni_over_looks_keeps_the_family_wise_error_at_alpha",),
+        hint="sequential.py",
+    ),
+    Mutation(
+        "sequential-look-below-minimum",
+        "--until-decisive plans a first look below the minimum runs per arm: it cannot decide and spends a share "
+        "of alpha",
+        (("    first = max(int(first_runs), MIN_RUNS)\n    if max_runs < first:",
+          "    first = int(first_runs)\n    if max_runs < first:"),),
+        ("tests/reproduce/test_until_decisive.py::test_durations_and_the_look_plan",),
+        hint="sequential.py",
+    ),
+    Mutation(
+        "sequential-first-look-without-interval",
+        "--until-decisive keeps a first look of 6 runs per arm with K > 1 looks planned: no interval of a median "
+        "exists at 1 - alpha/K there, so the look decides no row and spends its alpha/K for nothing",
+        (("        if fewest <= first:\n", "        if True:\n"),),
+        ("tests/reproduce/test_until_decisive.py::test_durations_and_the_look_plan",),
+        hint="sequential.py",
+    ),
+    Mutation(
+        "extension-redoes-finished-runs",
+        "more repetitions on a run directory rerun the finished runs instead of extending the plan",
+        (("        todo = [i for i, rec in enumerate(runner.records) if rec is None or rec[\"status\"] not in "
+          "FINISHED]",
+          "        todo = list(range(len(runner.order))) if extended else [i for i, rec in enumerate(runner.records) "
+          "if rec is None or rec[\"status\"] not in FINISHED]"),),
+        ("tests/experiment/test_repetitions.py::test_more_repetitions_extend_the_plan_in_the_seeded_order_without_"
+         "rerunning",),
+        hint="repetitions.py",
+    ),
+    Mutation(
         "hist-prints-unresolvable-percentiles",
         "benchbook hist prints every ladder row, also percentiles the sample count cannot resolve",
         (("if not all_percentiles and 0.0 < level < 100.0 and not resolvable(level, total):",

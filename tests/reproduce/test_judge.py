@@ -284,6 +284,33 @@ def test_equivalence_claims_use_the_90_percent_interval(tmp_path):
     assert c.verdict == "holds"
 
 
+def test_alpha_per_look_widens_every_interval_and_is_recorded(tmp_path: Path, runs8: Path) -> None:
+    """At alpha = 0.05 / 4 (a look of --until-decisive planned with 4 looks) every row and claim is judged with
+    the 97.5 % and 98.75 % intervals and says so; 8 runs still decide what they decide at 0.05 here (the effects
+    are far from the margins), 6 runs cannot give a 98.75 % interval of a median (it needs 8)."""
+    entry = entry_of(tmp_path, value("a", 100.0, "a", "throughput_mbps"),
+                     claim("paired", "a > b", "a:throughput_mbps", "a:lower_mbps")
+                     + claim("unpaired", "a > b", "a:throughput_mbps", "b:throughput_mbps", principal=False)
+                     + claim("share", "share >=", extra='successes = "a:epochs_ok"\ntrials = "a:epochs"\nq = 0.5\n',
+                             principal=False))
+    wide, usual = judge_entry(entry, runs8, alpha=0.0125), judge_entry(entry, runs8)
+    assert [r.alpha for r in wide.rows] == [0.0125] and {c.alpha for c in wide.claims} == {0.0125}
+    assert [r.status for r in wide.rows] == [r.status for r in usual.rows] == ["reproduced"]
+    assert [c.verdict for c in wide.claims] == [c.verdict for c in usual.claims] == ["holds"] * 3
+    for w, u in zip([*wide.rows, *wide.claims], [*usual.rows, *usual.claims], strict=True):
+        assert w.ci95[0] <= u.ci95[0] and u.ci95[1] <= w.ci95[1]     # never narrower
+        if u.ci90 is not None:                                        # share claims: Clopper-Pearson only
+            assert w.ci90[0] <= u.ci90[0] and u.ci90[1] <= w.ci90[1]
+    # equal tails over 8 runs: the 95 % and 98.75 % intervals are both [X(1), X(8)]; the 90 % one is [X(2), X(7)],
+    # the 97.5 % one [X(1), X(8)]
+    assert wide.rows[0].ci95 == usual.rows[0].ci95 and wide.rows[0].ci90 != usual.rows[0].ci90
+    six = tmp_path / "six"
+    run_repetitions(six, {"a": None, "b": None}, 6, one_run, seed=7, progress=None)
+    few = judge_entry(entry, six, alpha=0.0125)
+    assert few.rows[0].status == "inconclusive" and few.rows[0].runs_needed >= 8
+    assert judge_entry(entry, six).rows[0].status == "reproduced"
+
+
 def latency_run(ctx) -> list[Statistic]:
     """Runs as the cgroup-latency experiment records them, with known truth: 20,000 packets per run, the p99 of
     arm "slow" 20 % above that of "fast" (run-to-run sigma 1 %), the p99.99 null (20,000 packets cannot resolve

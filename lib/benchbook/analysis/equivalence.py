@@ -11,6 +11,9 @@ declared before the runs:
                     percentile; the maximum has no interval at any N, V11); more runs do not help
 
 "Not significant" is never "equivalent": an interval that holds 0 but reaches past the margin is inconclusive.
+At another error rate ``alpha`` (``compare_samples(..., alpha=)``, ``compare_to_reference(..., alpha=)``; e.g.
+alpha / K at each of K looks of ``benchbook reproduce --until-decisive``) the two intervals are the 1 - 2 alpha
+and the 1 - alpha intervals; ``ci90``/``ci95`` name them by their levels at alpha = 0.05.
 A directional claim (B > A) holds when the 95 % interval of Delta lies above 0, fails when it lies below 0,
 and is inconclusive otherwise (:func:`directional_verdict`). A claim "Delta within [x, y]" is judged like
 equivalence with the range (x, y) (:func:`interval_verdict`).
@@ -33,7 +36,7 @@ from benchbook.analysis.bootstrap import (
     check_arm,
     delta_of_medians,
 )
-from benchbook.analysis.intervals import MIN_RUNS, REAL, NoInterval, Range, quantile_interval
+from benchbook.analysis.intervals import MIN_RUNS, REAL, NoInterval, Range, level_text, quantile_interval
 
 EQUIVALENT = "equivalent"
 DIFFERENT = "different"
@@ -43,8 +46,9 @@ VERDICTS = (EQUIVALENT, DIFFERENT, INCONCLUSIVE, NOT_RESOLVABLE)
 HOLDS = "holds"
 FAILS = "fails"
 
-TOST_LEVEL = 0.90        # equivalence: the 90 % interval inside the margin (two one-sided tests at 5 %)
-DIFFERENT_LEVEL = 0.95   # difference: the 95 % interval outside the margin
+ALPHA = 0.05
+TOST_LEVEL = 1 - 2 * ALPHA  # equivalence: the 90 % interval inside the margin (two one-sided tests at 5 %)
+DIFFERENT_LEVEL = 1 - ALPHA  # difference: the 95 % interval outside the margin
 POWER = 0.80             # runs_needed plans for this probability of a decisive verdict
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)  # se(median) ~ 1.2533 sigma / sqrt(r) for normal data
 
@@ -120,13 +124,22 @@ def directional_verdict(ci95: tuple[float, float], greater: bool = True) -> str:
     return INCONCLUSIVE
 
 
+def levels(alpha: float = ALPHA) -> tuple[float, float]:
+    """The equivalence (TOST) and the difference levels at error rate ``alpha``: 1 - 2 alpha and 1 - alpha."""
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha {alpha!r}: expected a number between 0 and 0.5")
+    return 1 - 2 * alpha, 1 - alpha
+
+
 def runs_needed(estimate: float, standard_error: float, runs: float, delta: float, power: float = POWER,
-                min_runs: int = MIN_RUNS) -> int | None:
+                min_runs: int = MIN_RUNS, alpha: float = ALPHA) -> int | None:
     """Runs per arm at which the verdict would be decisive with probability about ``power`` if Delta and the
     run-to-run spread stay as observed (normal approximation; the interval's width shrinks as 1/sqrt(r)):
 
         equivalent  (|Delta| < delta):  r = runs * ((z_0.95 + z_power) * se / (delta - |Delta|))^2
         different   (|Delta| > delta):  r = runs * ((z_0.975 + z_power) * se / (|Delta| - delta))^2
+
+    (z_{1-alpha} and z_{1-alpha/2} at another ``alpha``.)
 
     ``standard_error`` is that of Delta at ``runs`` runs per arm (for unequal arms pass their harmonic mean).
     At least ``min_runs`` and more than now; None when Delta sits on the margin (no run count decides)."""
@@ -136,7 +149,8 @@ def runs_needed(estimate: float, standard_error: float, runs: float, delta: floa
     if standard_error <= 0:
         return max(min_runs, math.floor(runs) + 1)
     z_power = float(stats.norm.ppf(power))
-    z = float(stats.norm.ppf(1 - (1 - TOST_LEVEL) / 2 if gap > 0 else 1 - (1 - DIFFERENT_LEVEL) / 2))
+    tost, different = levels(alpha)
+    z = float(stats.norm.ppf(1 - (1 - tost) / 2 if gap > 0 else 1 - (1 - different) / 2))
     r = math.ceil(runs * ((z + z_power) * standard_error / abs(gap)) ** 2 - 1e-9)
     return max(r, min_runs, math.floor(runs) + 1)
 
@@ -180,6 +194,7 @@ class Comparison:
     p_equivalent: float | None = None  # TOST p-value: equivalent at alpha iff below alpha
     p_different: float | None = None   # different at alpha iff below alpha (two-sided)
     reference: float | None = None
+    alpha: float = ALPHA               # ci90 is the 1 - 2 alpha interval, ci95 the 1 - alpha one
 
     def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "delta": self.estimate, "ci90": _pair(self.ci90), "ci95": _pair(self.ci95),
@@ -187,7 +202,7 @@ class Comparison:
                 "scale": self.margin.scale, "runs_a": self.runs_a, "runs_b": self.runs_b,
                 "runs_needed": self.runs_needed, "reason": self.reason, "method": self.method, "seed": self.seed,
                 "resamples": self.resamples, "p_equivalent": self.p_equivalent, "p_different": self.p_different,
-                "reference": self.reference}
+                "reference": self.reference, "alpha": self.alpha}
 
 
 def _pair(ci: tuple[float, float] | None) -> list[float] | None:
@@ -201,33 +216,36 @@ def not_resolvable(reason: str, margin: Margin, runs_a: int, runs_b: int | None,
 
 
 def compare_samples(a: Any, b: Any, margin: Margin, value_range: Range = REAL, seed: int = DEFAULT_SEED,
-                    resamples: int = RESAMPLES, min_runs: int = MIN_RUNS) -> Comparison:
+                    resamples: int = RESAMPLES, min_runs: int = MIN_RUNS, alpha: float = ALPHA) -> Comparison:
     """The verdict on Delta between the per-run values of arm A and arm B (bootstrap over runs, TOST against
-    ``margin``); inconclusive with the runs needed when either arm has fewer than ``min_runs`` runs."""
+    ``margin`` at error rate ``alpha``); inconclusive with the runs needed when either arm has fewer than
+    ``min_runs`` runs."""
+    tost, different = levels(alpha)
     x = check_arm(value_range.check(a, "run of A"), margin.scale, "arm A")
     y = check_arm(value_range.check(b, "run of B"), margin.scale, "arm B")
     est = float(delta_of_medians(x, y, margin.scale))
-    boot = bootstrap_delta(x, y, margin.scale, (TOST_LEVEL, DIFFERENT_LEVEL), resamples, seed, min_runs)
+    boot = bootstrap_delta(x, y, margin.scale, (tost, different), resamples, seed, min_runs)
     if isinstance(boot, NoInterval):
         se = spread_standard_error(x, y, margin.scale)
-        need = max(runs_needed(est, se, _harmonic(x.size, y.size), margin.delta, min_runs=min_runs) or min_runs,
-                   min_runs)
+        need = max(runs_needed(est, se, _harmonic(x.size, y.size), margin.delta, min_runs=min_runs, alpha=alpha)
+                   or min_runs, min_runs)
         return Comparison(INCONCLUSIVE, est, None, None, margin, x.size, y.size, boot.method, need,
                           f"{boot.reason}; about {need} runs per arm would likely decide (from the spread of these "
-                          f"runs, normal approximation)")
-    ci90, ci95 = boot.interval(TOST_LEVEL), boot.interval(DIFFERENT_LEVEL)
+                          f"runs, normal approximation)", alpha=alpha)
+    ci90, ci95 = boot.interval(tost), boot.interval(different)
     verdict = tost_verdict(ci90, ci95, margin.delta)
     d = margin.delta
     p_eq = max(boot.share_below(-d), boot.share_above(d))
     p_diff = min(1.0, 2 * min(boot.share_below(d), boot.share_above(-d)))
     need = reason = None
     if verdict == INCONCLUSIVE:
-        need = runs_needed(est, boot.standard_error, _harmonic(x.size, y.size), d, min_runs=min_runs)
-        reason = (f"the 90 % interval reaches past the margin {margin.plus_minus} and the 95 % interval overlaps it; "
+        need = runs_needed(est, boot.standard_error, _harmonic(x.size, y.size), d, min_runs=min_runs, alpha=alpha)
+        reason = (f"the {level_text(tost)} interval reaches past the margin {margin.plus_minus} and the "
+                  f"{level_text(different)} interval overlaps it; "
                   + (f"about {need} runs per arm would likely decide (bootstrap standard error, normal "
                      f"approximation)" if need else "Delta lies on the margin: more runs are unlikely to decide"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, y.size, boot.method, need, reason, seed, resamples,
-                      p_eq, p_diff)
+                      p_eq, p_diff, alpha=alpha)
 
 
 def _sign_p(count: int, runs: int) -> float:
@@ -236,10 +254,12 @@ def _sign_p(count: int, runs: int) -> float:
 
 
 def compare_to_reference(values: Any, reference: float, margin: Margin, value_range: Range = REAL,
-                         min_runs: int = MIN_RUNS) -> Comparison:
+                         min_runs: int = MIN_RUNS, alpha: float = ALPHA) -> Comparison:
     """The verdict on Delta between the median of the per-run values and a fixed reference (a printed value):
     ln(median / reference) or median - reference, with intervals from the order statistics of the median
-    (distribution-free) and p-values from the sign test (the test those intervals invert)."""
+    (distribution-free) at error rate ``alpha`` and p-values from the sign test (the test those intervals
+    invert)."""
+    tost, different = levels(alpha)
     x = check_arm(value_range.check(values, "run"), margin.scale, "runs")
     if margin.scale == "log-ratio" and not reference > 0:
         raise ValueError(f"reference {reference!r}: a log ratio needs a reference > 0")
@@ -251,13 +271,16 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     method = ("order-statistic intervals of the median over runs against the reference "
               + (f"ln(median / {reference:g})" if margin.scale == "log-ratio" else f"median - {reference:g}"))
     # equal tails: each of TOST's one-sided tests may err alpha/2 of the interval's level, no more
-    i90, i95 = (quantile_interval(x, 0.5, level, value_range, tails="equal") for level in (TOST_LEVEL, DIFFERENT_LEVEL))
+    i90, i95 = (quantile_interval(x, 0.5, level, value_range, tails="equal") for level in (tost, different))
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or x.size < min_runs:
         se = spread_standard_error(x, None, margin.scale)
-        need = max(runs_needed(est, se, x.size, margin.delta, min_runs=min_runs) or min_runs, min_runs)
+        need = max(runs_needed(est, se, x.size, margin.delta, min_runs=min_runs, alpha=alpha) or min_runs, min_runs)
+        fewest = max([min_runs] + [i.runs_needed for i in (i90, i95) if isinstance(i, NoInterval) and i.runs_needed])
+        need = max(need, fewest)
         return Comparison(INCONCLUSIVE, est, None, None, margin, x.size, None, method, need,
-                          f"{x.size} run(s): the order-statistic interval of a median needs at least {min_runs} "
-                          f"runs; about {need} runs would likely decide", reference=reference)
+                          f"{x.size} run(s): the order-statistic interval of a median at "
+                          f"{level_text(different)} needs at least {fewest} runs; about {need} runs would likely "
+                          "decide", reference=reference, alpha=alpha)
     ci90 = (to_delta(i90.low), to_delta(i90.high))
     ci95 = (to_delta(i95.low), to_delta(i95.high))
     verdict = tost_verdict(ci90, ci95, margin.delta)
@@ -267,15 +290,15 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     p_diff = min(1.0, 2 * min(_sign_p(int(np.sum(x > hi_t)), x.size), _sign_p(int(np.sum(x < lo_t)), x.size)))
     need = reason = None
     if verdict == INCONCLUSIVE:
-        se = (ci95[1] - ci95[0]) / (2 * float(stats.norm.ppf(1 - (1 - DIFFERENT_LEVEL) / 2)))
-        need = runs_needed(est, se, x.size, margin.delta, min_runs=min_runs)
+        se = (ci95[1] - ci95[0]) / (2 * float(stats.norm.ppf(1 - (1 - different) / 2)))
+        need = runs_needed(est, se, x.size, margin.delta, min_runs=min_runs, alpha=alpha)
         reason = (f"the intervals overlap the margin {margin.plus_minus}; "
                   + (f"about {need} runs would likely decide" if need else "Delta lies on the margin"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, None, method, need, reason, p_equivalent=p_eq,
-                      p_different=p_diff, reference=reference)
+                      p_different=p_diff, reference=reference, alpha=alpha)
 
 
-__all__ = ["DIFFERENT", "DIFFERENT_LEVEL", "EQUIVALENT", "FAILS", "HOLDS", "INCONCLUSIVE", "MEDIAN_SE_FACTOR",
-           "NOT_RESOLVABLE", "POWER", "TOST_LEVEL", "VERDICTS", "Comparison", "Margin", "compare_samples",
-           "compare_to_reference", "directional_verdict", "interval_verdict", "not_resolvable", "parse_margin",
-           "runs_needed", "spread_standard_error", "tost_verdict"]
+__all__ = ["ALPHA", "DIFFERENT", "DIFFERENT_LEVEL", "EQUIVALENT", "FAILS", "HOLDS", "INCONCLUSIVE",
+           "MEDIAN_SE_FACTOR", "NOT_RESOLVABLE", "POWER", "TOST_LEVEL", "VERDICTS", "Comparison", "Margin",
+           "compare_samples", "compare_to_reference", "directional_verdict", "interval_verdict", "levels",
+           "not_resolvable", "parse_margin", "runs_needed", "spread_standard_error", "tost_verdict"]

@@ -9,11 +9,23 @@
                                       (default, the entry's value, meaning)
     benchbook reproduce --list        every entry, its paper folder, mode, published values and
                                       whether it can run here
-    benchbook reproduce --all         every entry that can run here (the others: skipped, with why)
+    benchbook reproduce --all         every entry that can run here (the others: skipped, with why): a line
+                                      per entry as it starts and ends, a progress bar with an ETA from the
+                                      durations of earlier runs (on a terminal), the summary by outcome;
+                                      -v prints every verdict table as well
     --list/--all --paper PAPER_ID     only the entries of that paper folder
     --all --fresh-kernel              a new Jupyter kernel per entry (default: one kernel for the whole
                                       --all, reset to a fresh kernel's state before each entry, and one
                                       browser for its static figures; benchbook.reproduce.run)
+
+    benchbook reproduce ID --runs N   a measured entry with N runs per arm (its notebook's `repetitions`)
+    benchbook reproduce ID --until-decisive [--runs N] [--max-runs M] [--budget 1h30m]
+                                      look after N runs per arm (default: the entry's plan, at least 6), then
+                                      after twice as many, ... up to M (default 4 N), on the same run
+                                      directory (its runs extended, none rerun), until every judged row and
+                                      claim is decisive, more runs cannot decide, or the next look would not
+                                      fit in the budget; each of the K planned looks judges at alpha / K
+                                      (benchbook.reproduce.sequential; docs/statistics.md)
 
 Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
 failed > mismatch > inconclusive > partial > figure redrawn > reproduced; skipped entries do not count;
@@ -29,6 +41,8 @@ the words are docs/statistics.md's):
     5  failed          the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
     6  inconclusive    a measured entry whose runs decide neither way (too few runs, a statistic the runs
                        cannot resolve, a margin below the noise floor); the rows say how many runs would
+                       decide, and --all prints the plan that ran and the runs a decisive
+                       answer would need
 
 For a measured entry each row shows the estimate (median over runs), its 95 % interval, the margin and the
 runs; then "k of m reproduced; m*alpha = x mismatches expected by chance" and the claims.
@@ -65,6 +79,7 @@ EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "figure redrawn": EXIT_REPRODUCED, 
 _SEVERITY = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed")
 _STYLES = {"reproduced": "green", "figure redrawn": "cyan", "partial": "yellow", "inconclusive": "magenta",
            "mismatch": "bold red", "failed": "bold red", "skipped": "yellow", "dry run": "cyan"}
+_ORDER = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed", "skipped")
 
 
 def _console():
@@ -75,21 +90,13 @@ def _console():
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    """-p key=value items: values parsed as JSON where they can be (checked against the notebook's
-    parameters by benchbook.reproduce.notebook_params.prepare_parameters when the entry runs)."""
-    import json
+    """-p key=value items (benchbook.reproduce.notebook_params.parse_overrides) as a usage error when malformed."""
+    from benchbook.reproduce.notebook_params import ParameterError, parse_overrides
 
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out[key] = value
-    return out
+    try:
+        return parse_overrides(items)
+    except ParameterError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--param") from exc
 
 
 def _print_progress(step, console) -> None:
@@ -101,7 +108,7 @@ def _print_progress(step, console) -> None:
     elif step.kind == "dataset":
         console.print(Text(step.text, style="dim"))
     else:
-        console.print(str(step), highlight=False, markup=False)
+        console.print(str(step), highlight=False, markup=False, soft_wrap=True)
 
 
 def _print_result(res, console) -> None:
@@ -120,7 +127,7 @@ def _print_result(res, console) -> None:
     if res.plan is not None:
         # soft_wrap: a plan's lines stay whole (a copied command must be the one that runs)
         console.print(res.plan, highlight=False, markup=False, end="", soft_wrap=True)
-    console.print(f"[{_STYLES[res.outcome]}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
+    console.print(f"[{_STYLES.get(res.outcome, 'bold')}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
     if res.run_dir is not None:
         console.print(f"  outputs: {res.run_dir}", highlight=False)
 
@@ -244,6 +251,15 @@ def register(app: typer.Typer) -> None:
         paper: str | None = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
         runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
+        runs: int | None = typer.Option(None, "--runs", min=1, help="measured entry: runs per arm (the notebook's "
+                                                                   "repetitions)"),
+        until_decisive: bool = typer.Option(False, "--until-decisive", help="measured entry: look again with more "
+                                                                           "runs per arm until the verdict decides"),
+        max_runs: int | None = typer.Option(None, "--max-runs", min=1, help="--until-decisive: runs per arm at the "
+                                                                           "last look (default 4 x the first)"),
+        budget: str | None = typer.Option(None, "--budget", help="--until-decisive: no look that would end after "
+                                                                 "this long, e.g. 20m, 1h30m"),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="--all: print every verdict table too"),
         fresh_kernel: bool = typer.Option(False, "--fresh-kernel", help="--all: start a new kernel for every entry "
                                           "(default: one kernel, reset to a fresh kernel's state before each "
                                           "entry, and one browser for static figures)"),
@@ -254,15 +270,13 @@ def register(app: typer.Typer) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
         from benchbook.reproduce.notebook_params import ParameterError
         from benchbook.reproduce.registry import RegistryError, load_entry, load_registry
-        from benchbook.reproduce.run import reproduce_entries, reproduce_entry
+        from benchbook.reproduce.run import NotMeasured, refuse_runs, reproduce_entries, reproduce_entry
+        from benchbook.reproduce.sequential import SequentialError
 
         console = _console()
 
         def progress(step) -> None:
             _print_progress(step, console)
-
-        def printed(res) -> None:
-            _print_result(res, console)
 
         if sum(bool(x) for x in (figure_id and not show, list_, all_, show)) != 1 or (show and not figure_id):
             console.print("give exactly one of: ID, --show ID, --list, --all")
@@ -276,7 +290,21 @@ def register(app: typer.Typer) -> None:
         if (engine or scheduler or ssh_cluster) and not all_:
             console.print("--engine, --scheduler and --ssh-cluster apply to --all")
             raise typer.Exit(EXIT_BAD_USAGE)
+        if (runs is not None or until_decisive) and (not figure_id or show):
+            console.print("--runs and --until-decisive apply to one entry: give its ID")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if (max_runs is not None or budget is not None) and not until_decisive:
+            console.print("--max-runs and --budget apply to --until-decisive")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if until_decisive and dry_run:
+            console.print("--until-decisive measures: it does not combine with --dry-run")
+            raise typer.Exit(EXIT_BAD_USAGE)
         overrides = _parse_overrides(param)
+        if runs is not None:
+            if "repetitions" in overrides:
+                console.print("give the runs per arm once: --runs N or -p repetitions=N")
+                raise typer.Exit(EXIT_BAD_USAGE)
+            overrides["repetitions"] = runs
 
         def selected():
             entries = load_registry(papers)
@@ -297,17 +325,25 @@ def register(app: typer.Typer) -> None:
                 if show:
                     _show_entry(entry, console)
                     raise typer.Exit(EXIT_REPRODUCED)
-                res = reproduce_entry(entry, runs_dir, overrides, dry_run=dry_run, progress=progress)
-                _print_result(res, console)
+                if runs is not None:
+                    refuse_runs(entry, "--runs")
+                if until_decisive:
+                    res = _until_decisive(entry, runs_dir, overrides, max_runs, budget, console, progress)
+                else:
+                    res = reproduce_entry(entry, runs_dir, overrides, dry_run=dry_run, progress=progress)
+                    _print_result(res, console)
                 if res.outcome == "dry run":
                     raise typer.Exit(EXIT_REPRODUCED)
-                raise typer.Exit(EXIT_CODES[res.outcome])
+                raise typer.Exit(EXIT_CODES.get(res.outcome, EXIT_FAILED))
             entries = selected()
         except RegistryError as exc:
             console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
         except ParameterError as exc:
             console.print(f"[bold red]parameter error[/]: {exc}", highlight=False)
+            raise typer.Exit(EXIT_BAD_USAGE) from exc
+        except (NotMeasured, SequentialError) as exc:
+            console.print(f"[bold red]usage[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
         from benchbook.engine import EngineError, engine_spec
 
@@ -316,30 +352,194 @@ def register(app: typer.Typer) -> None:
         except EngineError as exc:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
+        report = _AllReport(console, entries, runs_dir, verbose)
         try:
-            results = reproduce_entries(entries, runs_dir, overrides, spec, progress=progress, on_result=printed,
-                                        shared_kernel=not fresh_kernel)
+            with report:
+                results = reproduce_entries(entries, runs_dir, overrides, spec, progress=report.step,
+                                            on_result=report.ended, shared_kernel=not fresh_kernel)
         except EngineError as exc:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_CANNOT_RUN) from exc
-        _summary(results, console)
+        if verbose:
+            _summary(results, console)
+        report.summary(results)
         ran = [r.outcome for r in results if r.outcome != "skipped"]
-        worst = max(ran, key=_SEVERITY.index) if ran else "reproduced"
-        raise typer.Exit(EXIT_CODES[worst])
+        worst = max(ran, key=lambda o: _SEVERITY.index(o) if o in _SEVERITY else len(_SEVERITY)) if ran \
+            else "reproduced"
+        raise typer.Exit(EXIT_CODES.get(worst, EXIT_FAILED))
+
+
+def _until_decisive(entry, runs_dir, overrides, max_runs, budget, console, progress):
+    """`reproduce ID --until-decisive`: the plan of looks, the looks, the verdict table, how it stopped."""
+    from benchbook.reproduce.run import planned_runs, refuse_runs, reproduce_until_decisive
+    from benchbook.reproduce.sequential import duration_text, look_plan, parse_duration
+
+    refuse_runs(entry, "--until-decisive")
+    first = overrides.pop("repetitions", None) or planned_runs(entry) or 1
+    plan = look_plan(int(first), max_runs, budget_s=parse_duration(budget) if budget else None)
+    console.print(f"until decisive: looks after {', '.join(map(str, plan.runs))} runs per arm, each judged at "
+                  f"alpha = {plan.alpha:g} / {plan.looks} = {plan.alpha_per_look:.4g} (Bonferroni over the planned "
+                  f"looks)" + (f"; budget {duration_text(plan.budget_s)}" if plan.budget_s else ""), highlight=False)
+    res = reproduce_until_decisive(entry, plan, runs_dir, overrides, progress)
+    _print_result(res, console)
+    for look in (res.sequential or {}).get("looks", []):
+        left = look["undecided"]
+        console.print(f"  look {look['look']}: {look['runs_per_arm']} runs per arm at alpha {look['alpha']:.4g}, "
+                      f"{duration_text(look['duration_s'])}: {look['outcome']}"
+                      + (f", {len(left)} inconclusive" + (f" (about {look['runs_needed']} runs per arm would "
+                                                          f"decide)" if look["runs_needed"] else "")
+                         if left else ", decisive"), highlight=False)
+    console.print(f"  stopped: {(res.sequential or {}).get('stopped', '')}", highlight=False)
+    return res
+
+
+class _AllReport:
+    """What `benchbook reproduce --all` prints: a line as each entry starts and one as it ends, a progress bar
+    with an ETA from the durations of earlier runs on a terminal (plain lines when the output is a log), every
+    verdict table with -v, and the summary by outcome."""
+
+    def __init__(self, console, entries, runs_dir: Path | None, verbose: bool) -> None:
+        from benchbook.paths import RUNS_DIR
+        from benchbook.reproduce.capabilities import entry_blockers
+        from benchbook.reproduce.progress import expected_duration_s
+
+        self.console, self.verbose = console, verbose
+        self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
+        self.runnable = [e for e in entries.values() if not entry_blockers(e)]
+        self.index = {e.id: i for i, e in enumerate(self.runnable, start=1)}
+        self.expected = {e.id: expected_duration_s(e, self.runs_dir) for e in self.runnable}
+        self.started: dict[str, float] = {}
+        self.finished: set[str] = set()
+        self.bar = self.task = None
+
+    def __enter__(self) -> _AllReport:
+        from benchbook.reproduce.sequential import duration_text
+
+        total = sum(s for s, _ in self.expected.values())
+        self.console.print(f"reproducing {len(self.runnable)} entries here; about {duration_text(total)} from the "
+                           f"durations of earlier runs", highlight=False)
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[eta]}"), console=self.console, transient=True)
+            self.task = self.bar.add_task("reproduce --all", total=len(self.runnable), eta="")
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def remaining_s(self) -> float:
+        """Expected seconds left: the entries not started, and what the running ones have left of theirs."""
+        import time
+
+        now = time.monotonic()
+        left = 0.0
+        for e in self.runnable:
+            if e.id in self.finished:
+                continue
+            expected = self.expected[e.id][0]
+            left += max(0.0, expected - (now - self.started[e.id])) if e.id in self.started else expected
+        return left
+
+    def _refresh(self) -> None:
+        from benchbook.reproduce.sequential import duration_text
+
+        if self.bar is not None:
+            self.bar.update(self.task, completed=len(self.finished), eta=f"ETA {duration_text(self.remaining_s())}")
+
+    def _head(self, entry_id: str) -> str:
+        return f"[{self.index.get(entry_id, '?')}/{len(self.runnable)}] {entry_id}"
+
+    def step(self, step) -> None:
+        """A Progress of benchbook.reproduce.run: an entry starting, a dataset verified, the engine."""
+        import time
+
+        from benchbook.reproduce.sequential import duration_text
+
+        if step.kind == "executing" and step.entry_id and step.entry_id not in self.started:
+            self.started[step.entry_id] = time.monotonic()
+            expected, how = self.expected.get(step.entry_id, (0.0, "a default"))
+            self.console.print(f"{self._head(step.entry_id)} … expected {duration_text(expected)} ({how}); about "
+                               f"{duration_text(self.remaining_s())} left", highlight=False, markup=False,
+                               soft_wrap=True)
+            self._refresh()
+        elif step.kind == "dataset":
+            if self.verbose:
+                _print_progress(step, self.console)
+        else:
+            _print_progress(step, self.console)
+
+    def ended(self, res) -> None:
+        """An entry ended: its line (and with -v its verdict table); an inconclusive one's plan."""
+        import time
+
+        from rich.text import Text
+
+        from benchbook.reproduce.progress import outcome_line, plan_line
+        from benchbook.reproduce.sequential import duration_text
+
+        if self.verbose:
+            _print_result(res, self.console)
+        self.finished.add(res.id)
+        took = _recorded_duration(res.run_dir)
+        if took is None and res.id in self.started:
+            took = time.monotonic() - self.started[res.id]
+        head = f"{self._head(res.id)} … {duration_text(took) if took is not None else '-'}: "
+        self.console.print(Text.assemble(head, (outcome_line(res), _STYLES.get(res.outcome, "bold"))),
+                           highlight=False, soft_wrap=True)
+        if res.outcome in ("inconclusive", "partial", "mismatch") and (plan := plan_line(res)):
+            self.console.print(f"    {plan}", highlight=False, markup=False, soft_wrap=True)
+        if res.outcome == "failed" and res.run_dir is not None:
+            self.console.print(f"    outputs: {res.run_dir}", highlight=False, markup=False, soft_wrap=True)
+        self._refresh()
+
+    def summary(self, results: list) -> None:
+        """The outcomes counted, the plan of each inconclusive entry, why each failed or was skipped, and where
+        the run records are."""
+        from collections import Counter
+
+        from benchbook.reproduce.progress import plan_line
+
+        counts = Counter(r.outcome for r in results)
+        order = [*_ORDER, *sorted(set(counts) - set(_ORDER))]
+        self.console.print("outcomes: " + ", ".join(f"[{_STYLES.get(o, 'bold')}]{counts[o]} {o}[/]" for o in order
+                                                   if counts[o]), highlight=False)
+        for outcome, what in (("inconclusive", plan_line), ("failed", None), ("skipped", None)):
+            chosen = [r for r in results if r.outcome == outcome]
+            if not chosen:
+                continue
+            self.console.print(f"{outcome}:", highlight=False)
+            for r in chosen:
+                text = (what(r) if what is not None else None) or r.detail
+                self.console.print(f"  {r.id}: {text}", highlight=False, markup=False, soft_wrap=True)
+        self.console.print(f"run records: {self.runs_dir}/<entry>/<run>/ (run.json, verdict.json with every row; "
+                           f"-v prints the tables)", highlight=False, markup=False, soft_wrap=True)
+
+
+def _recorded_duration(run_dir: Path | None) -> float | None:
+    """The duration_s a run's record holds (None without one)."""
+    import json
+
+    if run_dir is None:
+        return None
+    try:
+        took = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8")).get("duration_s")
+    except (OSError, ValueError):
+        return None
+    return float(took) if isinstance(took, (int, float)) else None
 
 
 def _summary(results: list, console) -> None:
-    from collections import Counter
-
+    """-v: every entry's outcome and detail in one table."""
     from rich.table import Table
 
     table = Table(title="benchbook reproduce --all")
     for col in ("id", "mode", "outcome", "detail", "outputs"):
         table.add_column(col, overflow="fold", no_wrap=col == "id")
     for r in results:
-        table.add_row(r.id, r.mode, f"[{_STYLES[r.outcome]}]{r.outcome}[/]", r.detail,
+        table.add_row(r.id, r.mode, f"[{_STYLES.get(r.outcome, 'bold')}]{r.outcome}[/]", r.detail,
                       str(r.run_dir) if r.run_dir is not None else "-")
     console.print(table)
-    counts = Counter(r.outcome for r in results)
-    order = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed", "skipped")
-    console.print("outcomes: " + ", ".join(f"{counts[o]} {o}" for o in order if counts[o]), highlight=False)

@@ -42,7 +42,14 @@ from benchbook.analysis.fairness import VARIANT_LABELS, FlowSeries, combine, sum
 from benchbook.analysis.intervals import RATE, SHARE, Range, jain_range, median_interval
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, report_file
-from benchbook.experiment.repetitions import RunContext, RunFunction, Statistic, run_repetitions
+from benchbook.experiment.repetitions import (
+    Calibrate,
+    RunContext,
+    RunFunction,
+    Statistic,
+    base_arm,
+    run_repetitions,
+)
 from benchbook.testbed.capabilities import NotRunnable, congestion_controls
 from benchbook.testbed.dumbbell import Dumbbell, FlowResult, FlowSpec, LinkSpec
 from benchbook.tools.iperf3 import Iperf3Report, flow_series, read_report
@@ -128,13 +135,14 @@ def run_function(params: RunParams) -> RunFunction:
     through a fresh dumbbell, with both Jain variants (and the minimum) of the run as statistics."""
 
     def measures(run: FlowsRun) -> list[Statistic]:
-        return pair_statistics(run.flows, params.sets[run.ctx.arm], params.interval_s)
+        return pair_statistics(run.flows, params.sets[base_arm(run.ctx.arm)], params.interval_s)
 
     flows = flows_run(measures=measures)
 
     def run(ctx: RunContext) -> list[Statistic]:
         avail, _default = congestion_controls()
-        missing = sorted({flow_spec(c).cca for c in params.sets[ctx.arm] if flow_spec(c).cca not in avail})
+        ccas = params.sets[base_arm(ctx.arm)]
+        missing = sorted({flow_spec(c).cca for c in ccas if flow_spec(c).cca not in avail})
         if missing:
             raise NotRunnable(f"the kernel has no tcp_{', tcp_'.join(missing)} (available: {' '.join(avail)})")
         return flows(ctx)
@@ -143,21 +151,23 @@ def run_function(params: RunParams) -> RunFunction:
 
 
 def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str], None] = print,
-             seed: int | None = None) -> dict[str, Any]:
+             seed: int | None = None, calibrate: Calibrate = None) -> dict[str, Any]:
     """Every set ``params.repetitions`` times (see the module docstring); calling it again on the same
-    ``output_dir`` with the same parameters finishes an interrupted run. Returns the complete runs (in the
-    order of the sets, then repetition), the sets not runnable here with the reason, the emulation record."""
+    ``output_dir`` with the same parameters finishes an interrupted run (or extends it by more repetitions).
+    Returns the complete runs (in the order of the sets, then repetition), the sets not runnable here with the
+    reason, the emulation record. ``calibrate``: A/A runs of that set instead (the runner's; the copy's runs
+    are set ``<set>@aa``)."""
     out = Path(output_dir)
     res = run_repetitions(out, arms_of(params), params.repetitions, run_function(params), seed=seed,
-                          progress=progress)
+                          progress=progress, calibrate=calibrate)
     names = list(params.sets)
     runs: list[dict[str, Any]] = []
-    for rec in sorted(res.runs(), key=lambda r: (names.index(r["arm"]), r["repetition"])):
+    for rec in sorted(res.runs(), key=lambda r: (names.index(base_arm(r["arm"])), r["arm"], r["repetition"])):
         stats = {s["name"]: s for s in rec["statistics"]}
         m = rec["metrics"]
         fifo = next((q for q in m["qdisc"] if q["kind"] in ("pfifo", "bfifo")), {})
         runs.append({"set": rec["arm"], "repetition": rec["repetition"], "position": rec["position"],
-                     "ccas": params.sets[rec["arm"]], "dir": rec["dir"], "token": m["token"],
+                     "ccas": params.sets[base_arm(rec["arm"])], "dir": rec["dir"], "token": m["token"],
                      "files": [f"{rec['dir']}/{report_file(f['flow'])}" for f in m["flows"]],
                      "interval_s": params.interval_s, "flows": m["flows"],
                      **{k: stats[k]["value"] for k in JAIN_STATISTICS},

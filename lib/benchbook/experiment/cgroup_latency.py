@@ -52,6 +52,7 @@ from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.repetitions import (
     SUMMARY_FILE,
+    Calibrate,
     RunContext,
     RunsFailed,
     Statistic,
@@ -86,6 +87,7 @@ class ExperimentParams:
     duration_s: float = 3.0
     repetitions: int = 3
     seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
+    calibrate: Calibrate = None                 # A/A: these arms (<mode>-rate<pps>; True: the first) as two arms
     isolation_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])  # testbed.isolation.ISOLATION_MODES
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
@@ -417,7 +419,8 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
         return point_statistics(p) if p["status"] == "complete" else []
 
     try:
-        runs = run_repetitions(out, _arms(params), params.repetitions, one_run, seed=params.seed, progress=None)
+        runs = run_repetitions(out, _arms(params), params.repetitions, one_run, seed=params.seed, progress=None,
+                               calibrate=params.calibrate)
     except RunsFailed as exc:
         runs = exc.result
     points = [_point_of(rec, out, measured, arms) for rec in runs.records]

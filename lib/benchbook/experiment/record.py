@@ -63,6 +63,16 @@ def write_record(run_dir: Path, record: dict[str, Any]) -> None:
     write_json_atomic(Path(run_dir) / RECORD_NAME, record)
 
 
+def update_record(run_dir: Path, **fields: Any) -> dict[str, Any]:
+    """Set top-level ``fields`` of a finished run's record (validated, written atomically); returns the record.
+    For what a caller learns about a run after its notebook ended, e.g. the looks of
+    ``benchbook reproduce --until-decisive`` ("sequential")."""
+    record = read_record(run_dir)
+    record.update(fields)
+    write_record(run_dir, record)
+    return record
+
+
 def read_record(path: Path) -> dict[str, Any]:
     """Read and validate a run.json (``path`` may be the run directory)."""
     path = Path(path)

@@ -15,13 +15,28 @@ resumable after an interruption.
     result.records            # one dict per run, in the order they ran (the layout below)
     result.statistics()       # the tidy table (pandas), also in out/run-statistics.parquet
 
-``run_repetitions(output_dir, arms, repetitions, run, *, seed=None, rules=(), progress=print) -> RepetitionSet``
+``run_repetitions(output_dir, arms, repetitions, run, *, seed=None, rules=(), progress=print, calibrate=())
+-> RepetitionSet``
 
 **Order.** Round r (1..repetitions) runs every arm once, in the order of a permutation of the arms (in the
 order ``arms`` lists them) drawn from ``numpy.random.default_rng(seed)``: round 1 uses the first
 ``rng.permutation(len(arms))``, round 2 the second, and so on. Arms alternate, none keeps a fixed slot, and the
 order is recomputable from the seed. ``seed=None`` draws one (``secrets``) unless ``output_dir`` holds a plan,
 whose seed is then reused; either way it is recorded.
+
+**Extending a plan.** Round r's permutation is the r-th draw of the generator whatever the number of rounds,
+so the order of R rounds is the start of the order of any R' > R rounds. Calling ``run_repetitions`` on an
+``output_dir`` whose plan is the same but for fewer repetitions extends that plan: the finished runs are kept
+(never rerun), the new rounds follow in the seeded order, and repetitions.json lists the extension
+(``"extensions": [{"from", "to", "at"}]``). A plan is extended, never shortened: fewer repetitions than the
+directory holds are refused (:class:`PlanMismatch`). ``benchbook reproduce --until-decisive`` extends a run this
+way, look by look (docs/statistics.md, "Repeating until decisive").
+
+**A/A calibration.** ``calibrate="x"`` (or a list of arms; ``True``: the first arm) runs arm x's configuration
+as two arms, ``x`` and ``x@aa`` (``AA_SUFFIX``), interleaved like any two arms, and no other arm: one
+configuration against itself, the noise floor of the testbed (``benchbook calibrate``; statistics-rules V7).
+The plan records it (``"calibration": {"x@aa": "x"}``); a paper module passes its notebook's ``calibrate``
+parameter here, and :func:`base_arm` names the arm a run's configuration belongs to.
 
 **Files.** ``output_dir/repetitions.json`` holds the plan (arms with their configuration as JSON, repetitions,
 seed, how the order was drawn, the validity rules), the full order, one line per run and the counts; it is
@@ -95,6 +110,7 @@ ORDER_METHOD = ("round r of R runs every arm once, in the order of the r-th nump
                 ".permutation(number of arms) applied to the arms as the plan lists them")
 FINISHED = ("complete", "not runnable")
 ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
+AA_SUFFIX = "@aa"   # the copy of an arm in an A/A calibration
 TABLE_COLUMNS = ("arm", "statistic", "run", "position", "value", "n", "unit", "definition", "valid")
 
 
@@ -221,8 +237,44 @@ def interleaved_order(arms: Sequence[str], repetitions: int, seed: int) -> list[
     return order
 
 
-def _plan(arms: Mapping[str, Any], repetitions: int, seed: int, rules: Sequence[Rule]) -> dict[str, Any]:
+Calibrate = Sequence[str] | str | bool | None
+
+
+def calibrated(arms: Mapping[str, Any], calibrate: Calibrate) -> list[str]:
+    """The arms ``calibrate`` names: None/False/"" none, True the first arm, a name that arm, a list those."""
+    if calibrate is None or calibrate is False or calibrate == "":
+        return []
+    if calibrate is True:
+        return list(arms)[:1]
+    return [calibrate] if isinstance(calibrate, str) else [str(a) for a in calibrate]
+
+
+def base_arm(arm: str) -> str:
+    """The arm whose configuration ``arm`` runs: itself, or for an A/A copy ``x@aa`` the arm x."""
+    return arm.removesuffix(AA_SUFFIX)
+
+
+def calibration_arms(arms: Mapping[str, Any], calibrate: Sequence[str]) -> dict[str, Any]:
+    """The arms of an A/A calibration: each arm of ``calibrate`` (in the order of ``arms``) followed by its copy
+    ``<arm>@aa`` with the same configuration; the other arms do not run. ``calibrate`` empty: ``arms``."""
+    unknown = [a for a in calibrate if a not in arms]
+    if unknown:
+        raise ValueError(f"calibrate: no arm {', '.join(map(repr, unknown))} in this plan (its arms: "
+                         f"{', '.join(arms)})")
+    if not calibrate:
+        return dict(arms)
+    out: dict[str, Any] = {}
+    for name, cfg in arms.items():
+        if name in calibrate:
+            out[name] = cfg
+            out[name + AA_SUFFIX] = cfg
+    return out
+
+
+def _plan(arms: Mapping[str, Any], repetitions: int, seed: int, rules: Sequence[Rule],
+          calibration: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"arms": {name: _jsonable(cfg) for name, cfg in arms.items()}, "repetitions": repetitions, "seed": seed,
+            **({"calibration": dict(calibration)} if calibration else {}),
             "order_method": ORDER_METHOD,
             "rules": [{"name": "completed", "description": "a run that was not runnable or failed is invalid"},
                       {"name": "not runnable here", "description": "once a run of an arm is not runnable, its "
@@ -231,10 +283,15 @@ def _plan(arms: Mapping[str, Any], repetitions: int, seed: int, rules: Sequence[
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What makes ``new`` another plan than ``old`` (more repetitions extend a plan: not a difference)."""
     out = []
-    for key in ("repetitions", "seed"):
-        if old.get(key) != new[key]:
-            out.append(f"{key} {old.get(key)!r} there, {new[key]!r} here")
+    if old.get("seed") != new["seed"]:
+        out.append(f"seed {old.get('seed')!r} there, {new['seed']!r} here")
+    if int(old.get("repetitions", 0)) > new["repetitions"]:
+        out.append(f"repetitions {old.get('repetitions')!r} there, {new['repetitions']!r} here (a plan is "
+                   "extended, never shortened)")
+    if old.get("calibration") != new.get("calibration"):
+        out.append(f"A/A calibration {old.get('calibration')!r} there, {new.get('calibration')!r} here")
     old_arms, new_arms = old.get("arms", {}), new["arms"]
     if list(old_arms) != list(new_arms):
         out.append(f"arms {list(old_arms)} there, {list(new_arms)} here")
@@ -281,8 +338,8 @@ def statistics_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
                       "value": "float64", "n": "Int64", "unit": "string", "definition": "string", "valid": "bool"})
 
 
-def _summary(plan: dict[str, Any], order: list[dict[str, Any]], records: list[dict[str, Any] | None]
-             ) -> dict[str, Any]:
+def _summary(plan: dict[str, Any], order: list[dict[str, Any]], records: list[dict[str, Any] | None],
+             extensions: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     runs, excluded = [], []
     counts = {"planned": len(order), "complete": 0, "valid": 0, "not runnable": 0, "failed": 0, "interrupted": 0,
               "running": 0, "pending": 0}
@@ -298,19 +355,21 @@ def _summary(plan: dict[str, Any], order: list[dict[str, Any]], records: list[di
                      "attempts": 1 + len(rec.get("previous_attempts", []))})
         excluded += [{"arm": rec["arm"], "repetition": rec["repetition"], **x} for x in rec["invalid_by"]]
     return {"schema": SCHEMA, "plan": plan, "order": order, "runs": runs, "counts": counts, "excluded": excluded,
-            "statistics_table": TABLE_FILE, "updated": _now()}
+            "extensions": list(extensions), "statistics_table": TABLE_FILE, "updated": _now()}
 
 
 class _Runner:
     def __init__(self, out: Path, arms: Mapping[str, Any], plan: dict[str, Any], run: RunFunction,
-                 rules: Sequence[Rule], progress: Callable[[str], None] | None) -> None:
+                 rules: Sequence[Rule], progress: Callable[[str], None] | None,
+                 extensions: Sequence[dict[str, Any]] = ()) -> None:
         self.out, self.arms, self.plan, self.run_fn, self.rules, self.progress = out, arms, plan, run, rules, progress
+        self.extensions = list(extensions)
         self.order = interleaved_order(list(arms), plan["repetitions"], plan["seed"])
         self.records: list[dict[str, Any] | None] = [_read_record(out / s["dir"]) for s in self.order]
         self.write_errors: list[str] = []
 
     def write_summary(self) -> None:
-        write_json_atomic(self.out / SUMMARY_FILE, _summary(self.plan, self.order, self.records))
+        write_json_atomic(self.out / SUMMARY_FILE, _summary(self.plan, self.order, self.records, self.extensions))
         table = statistics_table([r for r in self.records if r is not None])
         with atomic_path(self.out / TABLE_FILE) as tmp:
             table.to_parquet(tmp, index=False)
@@ -420,10 +479,15 @@ class _Runner:
 
 def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions: int, run: RunFunction, *,
                     seed: int | None = None, rules: Sequence[Rule] = (),
-                    progress: Callable[[str], None] | None = print) -> RepetitionSet:
-    """Run every arm ``repetitions`` times in the seeded interleaved order, or finish doing so (see the module
-    docstring). ``arms``: name -> configuration (recorded as JSON, handed to ``run`` as ``ctx.config``); names
-    are directory names."""
+                    progress: Callable[[str], None] | None = print,
+                    calibrate: Calibrate = None) -> RepetitionSet:
+    """Run every arm ``repetitions`` times in the seeded interleaved order, or finish or extend doing so (see
+    the module docstring). ``arms``: name -> configuration (recorded as JSON, handed to ``run`` as
+    ``ctx.config``); names are directory names. ``calibrate``: arms to run A/A (each beside its copy
+    ``<arm>@aa``) instead of the plan's arms (see :func:`calibrated`)."""
+    copied = calibrated(arms, calibrate)
+    calibration = {name + AA_SUFFIX: name for name in copied}
+    arms = calibration_arms(arms, copied)
     if not arms:
         raise ValueError("arms: expected at least one arm")
     if repetitions < 1:
@@ -439,29 +503,37 @@ def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions
     out.mkdir(parents=True, exist_ok=True)
     with FileLock(out / LOCK_FILE, blocking=False, description=f"repetitions in {out}"):
         summary_path = out / SUMMARY_FILE
-        old = _read_json(summary_path)["plan"] if summary_path.is_file() else None
+        before = _read_json(summary_path) if summary_path.is_file() else None
+        old = before["plan"] if before is not None else None
         if seed is None:
             seed = int(old["seed"]) if old else secrets.randbelow(2**32)
-        plan = _plan(arms, repetitions, seed, rules)
+        plan = _plan(arms, repetitions, seed, rules, calibration)
         if old is not None and (diff := _differences(old, plan)):
             raise PlanMismatch(f"{summary_path}: holds runs of a different plan ({'; '.join(diff)}); resume with the "
-                               "same plan, or give another output directory")
+                               "same plan (or extend it by more repetitions), or give another output directory")
         if old is None and (out / "raw").is_dir() and any((out / "raw").glob(f"*/*/{RECORD_FILE}")):
             raise PlanMismatch(f"{out}: holds run records under raw/ but no {SUMMARY_FILE}; give another output "
                                "directory")
-        runner = _Runner(out, arms, plan, run, rules, progress)
+        extensions = list(before.get("extensions", [])) if before is not None else []
+        extended = old is not None and int(old["repetitions"]) < repetitions
+        if extended:
+            extensions.append({"from": int(old["repetitions"]), "to": repetitions, "at": _now()})
+        runner = _Runner(out, arms, plan, run, rules, progress, extensions)
         runner.write_summary()
         todo = [i for i, rec in enumerate(runner.records) if rec is None or rec["status"] not in FINISHED]
         if len(todo) < len(runner.order):
             runner.say(f"resuming in {out}: {len(runner.order) - len(todo)} of {len(runner.order)} runs finished, "
-                       f"{len(todo)} to do (seed {seed})")
+                       f"{len(todo)} to do (seed {seed})"
+                       + (f"; plan extended from {extensions[-1]['from']} to {repetitions} repetitions"
+                          if extended else ""))
         for i in todo:
             slot = runner.order[i]
             runner.say(f"[{slot['position']}/{len(runner.order)}] {slot['arm']} repetition {slot['repetition']} "
                        f"of {repetitions} (round {slot['round']})")
             runner.run_slot(i)
         records = [r for r in runner.records if r is not None]
-        result = RepetitionSet(out, _summary(plan, runner.order, runner.records), records, runner.write_errors)
+        result = RepetitionSet(out, _summary(plan, runner.order, runner.records, extensions), records,
+                               runner.write_errors)
     failed = [r for r in records if r["status"] == "failed"]
     if failed:
         raise RunsFailed(f"{len(failed)} of {len(records)} runs failed (each record keeps its traceback; the other "
@@ -471,5 +543,6 @@ def run_repetitions(output_dir: Path | str, arms: Mapping[str, Any], repetitions
     return result
 
 
-__all__ = ["PlanMismatch", "RepetitionSet", "RunContext", "RunFunction", "Rule", "RunsFailed", "Statistic",
-           "interleaved_order", "run_repetitions", "statistics_table"]
+__all__ = ["AA_SUFFIX", "Calibrate", "PlanMismatch", "RepetitionSet", "RunContext", "RunFunction", "Rule",
+           "RunsFailed", "Statistic", "base_arm", "calibrated", "calibration_arms", "interleaved_order",
+           "run_repetitions", "statistics_table"]

@@ -30,7 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.experiment.record import mark_abandoned, record_owner, write_record
+from benchbook.experiment.record import (
+    RunRecordError,
+    mark_abandoned,
+    owner_gone,
+    read_record,
+    record_owner,
+    write_record,
+)
 from benchbook.paths import REPO_ROOT, RUNS_DIR
 from benchbook.provenance.checksums import file_entry, hash_tree, sha256_file, tree_entry
 from benchbook.provenance.environment import (
@@ -292,8 +299,6 @@ def run_notebook(
     other record is touched (the client looks for abandoned runs itself and rewrites this run's record).
     """
     _defer_iri_grammar()
-    import papermill as pm  # noqa: PLC0415 after _defer_iri_grammar; notebooks import this module
-
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise FileNotFoundError(f"{notebook}: notebook not found")
@@ -314,6 +319,15 @@ def run_notebook(
     record = begin_record(run_dir, notebook, parameters, experiment, run_id, repetition=repetition, sweep=sweep,
                           capabilities=capabilities, abandoned=abandoned, inputs=inputs, manifest=manifest,
                           fingerprint=fingerprint)
+    return _execute(notebook, params, run_dir, record, started, kernel_name, kernel)
+
+
+def _execute(notebook: Path, params: dict[str, Any], run_dir: Path, record: dict[str, Any], started: float,
+             kernel_name: str, kernel: JupyterSession | None) -> RunResult:
+    """Execute ``notebook`` into ``run_dir`` (its executed copy there) and end ``record`` (started at
+    ``started``, time.monotonic) with the status; KeyboardInterrupt is recorded and re-raised."""
+    import papermill as pm  # noqa: PLC0415 after _defer_iri_grammar (both callers); notebooks import this module
+
     executed = run_dir / notebook.name
     error: str | None = None
     interrupted: BaseException | None = None
@@ -345,3 +359,54 @@ def run_notebook(
     if interrupted is not None:
         raise interrupted
     return RunResult(run_dir=run_dir, status=status, record=record, error=error)
+
+
+def continue_run(run_dir: Path, parameters: dict[str, Any], kernel_name: str = "python3") -> RunResult:
+    """Execute a finished run's notebook again in the same run directory with ``parameters`` (the run's, with
+    changes, e.g. more ``repetitions``): what the notebook finds there is kept, so a plan of repeated runs it
+    extends resumes without rerunning a finished run (benchbook.experiment.repetitions), and its outputs are
+    rewritten. ``benchbook reproduce --until-decisive`` looks at a run this way.
+
+    The record lists every execution ("executions": the parameters that changed, start, end, duration_s,
+    status, error); its "start" stays the first execution's, "end" is the last's and "duration_s" the sum of
+    the executions'. Refused (RunRecordError) while the run is still running, or when its notebook changed
+    since (a changed notebook is a new run)."""
+    _defer_iri_grammar()
+    run_dir = Path(run_dir).resolve()
+    record = read_record(run_dir)
+    if record["status"] == "running" and not owner_gone(record):
+        raise RunRecordError(f"{run_dir}: the run is still running (pid {record['owner']['pid']} on "
+                             f"{record['owner']['host']}); wait for it to end")
+    notebook = Path(record["notebook"])
+    if not notebook.is_file() or sha256_file(notebook) != record.get("notebook_sha256"):
+        raise RunRecordError(f"{run_dir}: its notebook {notebook} is gone or changed since the run started "
+                             "(notebook_sha256 differs); a changed notebook makes a new run")
+    executions = record.get("executions") or [
+        {"parameters": {}, "start": record["start"], "end": record["end"], "duration_s": record["duration_s"],
+         "status": record["status"], "error": record["error"]}]
+    before = dict(record["parameters"])
+    changed = {k: v for k, v in parameters.items() if k not in before or before[k] != v}
+    now = now_iso()
+    executions.append({"parameters": changed, "start": now, "end": None, "duration_s": None, "status": "running",
+                       "error": None})
+    previous_s = sum(e["duration_s"] or 0.0 for e in executions[:-1])
+    record.update(parameters=dict(parameters), executions=executions, status="running", owner=record_owner(),
+                  end=None, duration_s=None, error=None)
+    record.pop("traceback", None)
+    write_record(run_dir, record)
+    params = dict(parameters)
+    params["output_dir"] = str(run_dir)
+    started = time.monotonic()
+    try:
+        # the record's duration_s sums the executions: end_record measures from ``started - previous_s``
+        result = _execute(notebook, params, run_dir, record, started - previous_s, kernel_name, None)
+    finally:
+        last = record["executions"][-1]
+        took = (record["duration_s"] - previous_s if record["duration_s"] is not None
+                else time.monotonic() - started)
+        last.update(end=record["end"] or now_iso(), status=record["status"], error=record["error"],
+                    duration_s=round(max(0.0, took), 3))
+        if record["status"] == "running":  # interrupted before end_record wrote the status
+            record["status"] = last["status"] = "interrupted"
+        write_record(run_dir, record)
+    return result

@@ -34,6 +34,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -42,18 +43,25 @@ import pandas as pd
 from benchbook.analysis.bootstrap import DEFAULT_SEED, RESAMPLES, bootstrap_delta, delta_of_medians
 from benchbook.analysis.equivalence import (
     DIFFERENT,
-    DIFFERENT_LEVEL,
     EQUIVALENT,
-    TOST_LEVEL,
     Margin,
     compare_to_reference,
     directional_verdict,
     interval_verdict,
+    levels,
     runs_needed,
     spread_standard_error,
     tost_verdict,
 )
-from benchbook.analysis.intervals import MIN_RUNS, REAL, NoInterval, Range, proportion_interval, quantile_interval
+from benchbook.analysis.intervals import (
+    MIN_RUNS,
+    REAL,
+    NoInterval,
+    Range,
+    level_text,
+    proportion_interval,
+    quantile_interval,
+)
 from benchbook.analysis.multiplicity import ALPHA
 from benchbook.analysis.resolvability import samples_needed
 from benchbook.experiment.repetitions import SUMMARY_FILE, TABLE_FILE
@@ -71,7 +79,6 @@ from benchbook.reproduce.verdict_rows import (
     MeasuredRow,
 )
 
-Z95 = 1.959963984540054        # the standard normal 0.975 quantile: a 95 % interval's half-width in se
 MAX_PLANNED_RUNS = 1_000_000   # a share claim's runs_needed search stops here (None: no count decides)
 _PERCENTILE = re.compile(r"(?:^|[_.])p(\d+(?:\.\d+)?)(?=$|[_.])")
 _EXTREME = re.compile(r"^(?:max|min)(?:$|[_.])|[_.](?:max|min)$")
@@ -242,12 +249,13 @@ _ROW_STATUS = {EQUIVALENT: REPRODUCED, DIFFERENT: MISMATCH}
 
 
 def judge_value(pv: PublishedValue, data: RunStatistics, floors: NoiseFloors | None = None,
-                source: Path | str = "") -> MeasuredRow:
-    """One measured [[published]] value judged from the valid runs (see the module docstring)."""
+                source: Path | str = "", alpha: float = ALPHA) -> MeasuredRow:
+    """One measured [[published]] value judged from the valid runs at error rate ``alpha`` (see the module
+    docstring)."""
     margin = margin_of(pv)
     row = MeasuredRow(name=pv.name, published=pv.value, computed=None, unit=pv.unit, runs=0, status=NOT_DERIVABLE,
                       note=pv.note, tolerance=pv.tolerance_text(), arm=pv.arm, run_statistic=pv.run_statistic,
-                      margin=_margin_dict(pv, margin), alpha=ALPHA)
+                      margin=_margin_dict(pv, margin), alpha=alpha)
     got = data.get(StatisticRef(pv.arm, pv.run_statistic)) if pv.arm and pv.run_statistic else None
     if isinstance(got, PerRun):
         if _unit(got.unit) != _unit(pv.unit):
@@ -273,7 +281,7 @@ def judge_value(pv: PublishedValue, data: RunStatistics, floors: NoiseFloors | N
         row.status, row.reason, row.method = INCONCLUSIVE, limit + missing, "resolvability of the statistic (V2, V11)"
         return row
     try:
-        comp = compare_to_reference(got.values, pv.value, margin, value_range(pv.value_range))
+        comp = compare_to_reference(got.values, pv.value, margin, value_range(pv.value_range), alpha=alpha)
     except ValueError as exc:   # values outside the range, or <= 0 for a log ratio: the declared scale does not fit
         row.reason = f"the per-run values cannot be judged as declared: {exc}"
         return row
@@ -310,36 +318,39 @@ class Effect:
     reason: str = ""
 
 
-def paired_effect(d: np.ndarray) -> Effect:
-    """Per-run differences Delta_i on the scale of Delta: the median and its order-statistic intervals."""
+def paired_effect(d: np.ndarray, alpha: float = ALPHA) -> Effect:
+    """Per-run differences Delta_i on the scale of Delta: the median and its order-statistic intervals (the
+    1 - 2 alpha and 1 - alpha ones: 90 % and 95 % at alpha = 0.05)."""
     est = float(np.median(d))
     # equal tails: TOST and directional claims read one side of these intervals at a time
-    i90, i95 = (quantile_interval(d, 0.5, level, REAL, tails="equal") for level in (TOST_LEVEL, DIFFERENT_LEVEL))
+    i90, i95 = (quantile_interval(d, 0.5, level, REAL, tails="equal") for level in levels(alpha))
     method = f"order-statistic intervals of the median over {d.size} per-run pairs"
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or d.size < MIN_RUNS:
         return Effect(est, None, None, spread_standard_error(d, None, "difference"), d.size, method,
                       reason=f"{d.size} run(s): the order-statistic interval of a median needs at least {MIN_RUNS} "
                              "runs")
-    se = (i95.high - i95.low) / (2 * Z95)
+    se = (i95.high - i95.low) / (2 * NormalDist().inv_cdf(1 - alpha / 2))   # the interval's half-width in se
     return Effect(est, (i90.low, i90.high), (i95.low, i95.high), se, d.size, f"{method}: {i95.method}")
 
 
-def unpaired_effect(a: np.ndarray, b: np.ndarray, scale: str, seed: int) -> Effect:
-    """Two independent sets: Delta = ln(median a / median b) (or the difference) by a bootstrap over runs."""
+def unpaired_effect(a: np.ndarray, b: np.ndarray, scale: str, seed: int, alpha: float = ALPHA) -> Effect:
+    """Two independent sets: Delta = ln(median a / median b) (or the difference) by a bootstrap over runs (the
+    1 - 2 alpha and 1 - alpha percentile intervals)."""
     harmonic = 2.0 / (1.0 / a.size + 1.0 / b.size)
-    boot = bootstrap_delta(b, a, scale, (TOST_LEVEL, DIFFERENT_LEVEL), RESAMPLES, seed)  # type: ignore[arg-type]
+    tost, different = levels(alpha)
+    boot = bootstrap_delta(b, a, scale, (tost, different), RESAMPLES, seed)  # type: ignore[arg-type]
     if isinstance(boot, NoInterval):
         est = float(delta_of_medians(b, a, scale))  # type: ignore[arg-type]
         return Effect(est, None, None, spread_standard_error(b, a, scale), harmonic, boot.method,  # type: ignore
                       reason=boot.reason)
-    return Effect(boot.estimate, boot.interval(TOST_LEVEL), boot.interval(DIFFERENT_LEVEL), boot.standard_error,
+    return Effect(boot.estimate, boot.interval(tost), boot.interval(different), boot.standard_error,
                   harmonic, boot.method, seed)
 
 
-def _needed(effect: Effect, gap_estimate: float, delta: float) -> int | None:
+def _needed(effect: Effect, gap_estimate: float, delta: float, alpha: float = ALPHA) -> int | None:
     """Runs (per arm) that would likely decide: runs_needed on the observed spread; with no interval yet at
     least MIN_RUNS."""
-    need = runs_needed(gap_estimate, effect.standard_error, effect.runs, delta)
+    need = runs_needed(gap_estimate, effect.standard_error, effect.runs, delta, alpha=alpha)
     if effect.ci95 is None:
         return max(need or MIN_RUNS, MIN_RUNS)
     return need
@@ -359,14 +370,14 @@ def _observed(got: PerRun) -> str:
             + f" over {got.values.size} run(s) x {per_run}")
 
 
-def _share_runs_needed(k: int, n: int, runs: int, q: float) -> int | None:
+def _share_runs_needed(k: int, n: int, runs: int, q: float, alpha: float = ALPHA) -> int | None:
     """The smallest run count at which the Clopper-Pearson 95 % interval of a share that stays at k/n (with the
     trials per run as observed) would lie wholly on one side of q; None when the share sits at q."""
     share, per_run = k / n, n / runs
 
     def decided(r: int) -> bool:
         trials = max(1, round(per_run * r))
-        ci = proportion_interval(min(trials, round(share * trials)), trials, 1 - ALPHA)
+        ci = proportion_interval(min(trials, round(share * trials)), trials, 1 - alpha)
         return ci.low >= q or ci.high < q
 
     if share == q:
@@ -389,7 +400,8 @@ def _on_common_runs(a: PerRun, b: PerRun) -> tuple[np.ndarray, np.ndarray, np.nd
     return runs, a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
 
 
-def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Path | str) -> ClaimResult:
+def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Path | str,
+                 alpha: float = ALPHA) -> ClaimResult:
     assert claim.successes is not None and claim.trials is not None and claim.q is not None
     res.successes, res.trials, res.q = str(claim.successes), str(claim.trials), claim.q
     s, t = data.get(claim.successes), data.get(claim.trials)
@@ -412,7 +424,7 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
     if n == 0:
         res.reason = f"no trials: {claim.trials} is 0 in every valid run"
         return res
-    ci = proportion_interval(k, n, 1 - ALPHA)
+    ci = proportion_interval(k, n, 1 - alpha)
     res.share, res.ci95, res.method = k / n, [ci.low, ci.high], (
         f"{ci.method}, summed over {runs.size} valid run(s); the trials are taken as independent")
     if ci.low >= claim.q:
@@ -421,8 +433,9 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
         res.verdict = FAILS
     else:
         res.verdict = INCONCLUSIVE
-        res.runs_needed = _share_runs_needed(k, n, int(runs.size), claim.q)
-        res.reason = (f"{k} of {n}: the 95 % interval [{ci.low:.3f}, {ci.high:.3f}] holds q = {claim.q:g}; "
+        res.runs_needed = _share_runs_needed(k, n, int(runs.size), claim.q, alpha)
+        res.reason = (f"{k} of {n}: the {level_text(1 - alpha)} interval [{ci.low:.3f}, {ci.high:.3f}] holds "
+                      f"q = {claim.q:g}; "
                       + (f"about {res.runs_needed} runs would decide if the share stays at {k / n:.3f}"
                          if res.runs_needed else "the share sits at (or within rounding of) q: more runs are "
                          "unlikely to decide"))
@@ -437,13 +450,14 @@ def _describe(res: ClaimResult, a: PerRun, b: PerRun, runs_a: np.ndarray, runs_b
     res.definition_a, res.definition_b, res.unit_a, res.unit_b = a.definition, b.definition, a.unit, b.unit
 
 
-def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, source: Path | str = "") -> ClaimResult:
-    """One [[claims]] test judged from the valid runs (see the module docstring)."""
-    res = ClaimResult(id=claim.id, text=claim.text, principal=claim.principal, test=claim.test, alpha=ALPHA,
+def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, source: Path | str = "",
+                alpha: float = ALPHA) -> ClaimResult:
+    """One [[claims]] test judged from the valid runs at error rate ``alpha`` (see the module docstring)."""
+    res = ClaimResult(id=claim.id, text=claim.text, principal=claim.principal, test=claim.test, alpha=alpha,
                       note=claim.note, a=None if claim.a is None else str(claim.a),
                       b=None if claim.b is None else str(claim.b))
     if claim.test == "share >=":
-        return _judge_share(claim, data, res, source)
+        return _judge_share(claim, data, res, source, alpha)
     assert claim.a is not None and claim.b is not None
     a, b = data.get(claim.a), data.get(claim.b)
     missing = [str(got) for got in (a, b) if not isinstance(got, PerRun | Unresolvable)]
@@ -486,9 +500,9 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
                       + ("; declare margin_abs to judge a difference" if claim.test == "a ~ b" else ""))
         return res
     if paired:
-        effect = paired_effect(np.log(va / vb) if scale == "log-ratio" else va - vb)
+        effect = paired_effect(np.log(va / vb) if scale == "log-ratio" else va - vb, alpha)
     else:
-        effect = unpaired_effect(va, vb, scale, seed)
+        effect = unpaired_effect(va, vb, scale, seed, alpha)
     res.delta, res.ci90, res.ci95, res.method, res.seed = (effect.estimate, _pair(effect.ci90), _pair(effect.ci95),
                                                            effect.method, effect.seed)
     if claim.test in ("a > b", "a < b"):
@@ -509,10 +523,10 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
         gap_estimate, delta = effect.estimate - (low + high) / 2, (high - low) / 2
     res.verdict = verdict
     if verdict == INCONCLUSIVE:
-        res.runs_needed = _needed(effect, gap_estimate, delta)
+        res.runs_needed = _needed(effect, gap_estimate, delta, alpha)
         per = " per arm" if not paired else ""
         res.reason = (f"{effect.reason + '; ' if effect.reason else ''}"
-                      + ("the 95 % interval of Delta holds 0" if delta == 0.0 and effect.ci95 else
+                      + (f"the {level_text(1 - alpha)} interval of Delta holds 0" if delta == 0.0 and effect.ci95 else
                          "the intervals overlap the claimed range" if effect.ci95 else "no interval yet")
                       + (f"; about {res.runs_needed} runs{per} would likely decide" if res.runs_needed else
                          "; Delta sits on the boundary: more runs are unlikely to decide"))
@@ -568,11 +582,12 @@ class Judgement:
 
 
 def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors | None = None,
-                seed: int | None = None) -> Judgement:
+                seed: int | None = None, alpha: float = ALPHA) -> Judgement:
     """Every [[published]] value and every [[claims]] test of a measured entry, judged from the runs in
     ``output_dir`` (the repetition runner's directory). ``floors``: the noise floors to hold the margins against
     (default: the entry's calibration for this host, if any). ``seed``: of the bootstraps (default: the plan's
-    seed, else DEFAULT_SEED), recorded in each claim."""
+    seed, else DEFAULT_SEED), recorded in each claim. ``alpha``: the error rate of every row and claim (0.05; a
+    look of ``benchbook reproduce --until-decisive`` passes alpha / K, benchbook.reproduce.sequential)."""
     if not entry.measured:
         raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}, "
                          "no [[published]] values or [[claims]]): use Verdict.check")
@@ -582,8 +597,8 @@ def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors 
     if seed is None:
         plan_seed = ((data.summary or {}).get("plan") or {}).get("seed")
         seed = int(plan_seed) if isinstance(plan_seed, int) else DEFAULT_SEED
-    rows = [judge_value(pv, data, floors, entry.source) for pv in entry.published]
-    claims = [judge_claim(c, data, seed, entry.source) for c in entry.claims]
+    rows = [judge_value(pv, data, floors, entry.source, alpha) for pv in entry.published]
+    claims = [judge_claim(c, data, seed, entry.source, alpha) for c in entry.claims]
     return Judgement(rows, claims, data.plan, None if floors.path is None else str(floors.path))
 
 

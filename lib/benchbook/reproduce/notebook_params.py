@@ -82,6 +82,21 @@ class ParameterError(BenchbookError, ValueError):
     """A -p override that names no parameter of the notebook, or a value run.json cannot hold."""
 
 
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`-p key=value` items as a dict, each value parsed as JSON where it can be (else kept as text); checked
+    against a notebook's parameters later (prepare_parameters). ParameterError for an item without "key=". """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ParameterError(f"-p {item!r}: expected key=value")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
 def is_path_parameter(param: NotebookParameter) -> bool:
     """Whether `param` is declared as a path (see the module docstring)."""
     try:

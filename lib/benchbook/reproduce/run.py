@@ -4,6 +4,8 @@ the verdict it wrote; serially here, or the entries from published data as tasks
     reproduce_entry(entry)           one entry -> EntryResult (outcome, detail, run directory, verdict)
     reproduce_entries(entries, spec) every entry, in order, in one shared kernel; on a dask engine the
                                      published-data ones as tasks
+    reproduce_until_decisive(entry, plan)   a measured entry look by look on one run directory, each look with
+                                     more runs per arm, until its verdict is decisive (benchbook.reproduce.sequential)
     prepare_entry / judge_run        the two halves around the notebook run (the engine path runs it elsewhere)
 
 Outcomes: "reproduced" | "figure redrawn" | "partial" | "inconclusive" | "mismatch" | "failed" (from the verdict,
@@ -23,7 +25,10 @@ the ``progress`` callback as a Progress; results go to ``on_result`` as each ent
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +37,22 @@ from typing import Any
 from benchbook.engine import EngineSpec, open_engine
 from benchbook.experiment.engine_runs import finish_record, notebook_run_task
 from benchbook.experiment.jupyter_session import JupyterSession
-from benchbook.experiment.record import mark_abandoned
-from benchbook.experiment.runner import DRY_RUN_FILE, new_run_id, run_notebook
+from benchbook.experiment.record import RunRecordError, mark_abandoned, read_record, update_record
+from benchbook.experiment.repetitions import SUMMARY_FILE
+from benchbook.experiment.runner import DRY_RUN_FILE, continue_run, new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
 from benchbook.reproduce.capabilities import entry_blockers
 from benchbook.reproduce.datasets import DatasetError, verify_dataset
-from benchbook.reproduce.notebook_params import prepare_parameters
+from benchbook.reproduce.notebook_params import notebook_parameters, prepare_parameters
 from benchbook.reproduce.registry import FigureEntry
+from benchbook.reproduce.sequential import (
+    LookPlan,
+    alpha_mismatch,
+    duration_text,
+    judged_items,
+    needed_runs,
+    undecided,
+)
 from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
 
@@ -53,11 +67,13 @@ class EntryResult:
     run_dir: Path | None = None
     verdict: Verdict | None = None
     plan: str | None = None  # dry run: the text of dry-run.txt
+    sequential: dict[str, Any] | None = None  # --until-decisive: the looks (as run.json "sequential" keeps them)
 
 
 @dataclass(frozen=True)
 class Progress:
-    """A step worth telling: kind "dataset" (verified), "executing" (a notebook starts) or "engine" (started)."""
+    """A step worth telling: kind "dataset" (verified), "executing" (a notebook starts), "engine" (started) or
+    "look" (--until-decisive: a look starts or the looks stop)."""
 
     kind: str
     text: str
@@ -228,3 +244,139 @@ def reproduce_on_engine(entries: Mapping[str, FigureEntry], spec: EngineSpec, ru
     for res in _reproduce_here(measuring, runs_dir, overrides, progress, told, shared_kernel):
         results[res.id] = res
     return [results[e] for e in entries]
+
+
+class NotMeasured(ValueError):
+    """Runs were asked of an entry that measures nothing (a published-data entry)."""
+
+
+def refuse_runs(entry: FigureEntry, option: str) -> None:
+    """NotMeasured when ``entry`` re-analyses published data: runs per arm do not apply to it."""
+    if entry.mode == "published-data":
+        raise NotMeasured(f"{option} applies to measured entries; {entry.id} is a published-data entry (a "
+                          f"deterministic re-analysis of the paper's data, judged by exact print rules): it has no "
+                          f"runs to repeat")
+
+
+def planned_runs(entry: FigureEntry) -> int | None:
+    """The runs per arm of the entry's plan: its [parameters] repetitions, else its notebook's default (None when
+    the notebook has no literal default)."""
+    if "repetitions" in entry.parameters:
+        return int(entry.parameters["repetitions"])
+    if not entry.notebook_path.is_file():
+        return None
+    for p in notebook_parameters(entry.notebook_path):
+        if p.name == "repetitions":
+            try:
+                value = ast.literal_eval(p.default)
+            except (ValueError, SyntaxError):
+                return None
+            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
+
+
+def continue_entry(entry: FigureEntry, run_dir: Path, overrides: Mapping[str, Any] | None = None,
+                   progress: ProgressFn | None = None) -> EntryResult:
+    """Execute an entry's notebook again in its run directory ``run_dir`` (benchbook.experiment.runner.
+    continue_run) with the entry's parameters and ``overrides``, and judge the run again."""
+    result, params, _inputs = prepare_entry(entry, overrides, progress=progress)
+    if params is None:
+        return result
+    (progress or _quiet)(Progress("executing", f"executing {entry.notebook_path} again in {run_dir} ...", entry.id))
+    try:
+        run = continue_run(run_dir, params)
+    except (OSError, ValueError, RuntimeError) as exc:
+        result.outcome, result.run_dir = "failed", Path(run_dir)
+        result.detail = f"could not run {entry.notebook} again: {type(exc).__name__}: {exc}"
+        return result
+    return judge_run(entry, result, run.run_dir, run.status, run.error)
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or None when it is missing, unreadable or not an object (a run's optional
+    files: verdict.json, repetitions.json)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _run_status(run_dir: Path | None) -> str:
+    if run_dir is None:
+        return "none"
+    try:
+        return str(read_record(run_dir)["status"])
+    except RunRecordError:
+        return "unreadable"
+
+
+def reproduce_until_decisive(entry: FigureEntry, plan: LookPlan, runs_dir: Path | None = None,
+                             overrides: Mapping[str, Any] | None = None,
+                             progress: ProgressFn | None = None) -> EntryResult:
+    """Reproduce a measured entry look by look (benchbook.reproduce.sequential): look k executes the notebook
+    with ``repetitions`` = plan.runs[k-1] and ``alpha`` = plan.alpha_per_look, the first into a new run
+    directory, the others again into the same one (its runs extended, none rerun); after each look the verdict
+    is read again. It stops when no judged row or claim is inconclusive, when none that is could be decided by
+    more runs, when the next look would not fit in the budget (at the pace of the looks so far), when the
+    verdict was not judged at the look's alpha (the rule would not hold), when a look fails, or after the last
+    planned look. run.json "sequential" and the result's ``sequential`` keep the plan, every look and why it
+    stopped. NotMeasured for a published-data entry."""
+    refuse_runs(entry, "--until-decisive")
+    tell = progress or _quiet
+    base = dict(overrides or {})
+    t0 = time.monotonic()
+    looks: list[dict[str, Any]] = []
+    result: EntryResult | None = None
+    stopped = f"the last planned look ({plan.runs[-1]} runs per arm) was taken"
+    for k, runs in enumerate(plan.runs, start=1):
+        params = {**base, "repetitions": runs, "alpha": plan.alpha_per_look}
+        if result is not None and result.run_dir is not None:
+            elapsed, before = time.monotonic() - t0, plan.runs[k - 2]
+            estimate = elapsed / before * (runs - before)   # the new rounds at the pace of the rounds so far
+            if plan.budget_s is not None and elapsed + estimate > plan.budget_s:
+                stopped = (f"budget spent: look {k} ({runs} runs per arm) would take about {duration_text(estimate)} "
+                           f"more, {duration_text(max(0.0, plan.budget_s - elapsed))} of the budget "
+                           f"{duration_text(plan.budget_s)} remain")
+                break
+            summary = read_json_object(result.run_dir / SUMMARY_FILE) or {}
+            seed = summary.get("plan", {}).get("seed")
+            if isinstance(seed, int):
+                params["seed"] = seed   # the seed the first look drew: the order stays that seeded interleaving
+        tell(Progress("look", f"look {k} of {plan.looks}: {runs} runs per arm, judged at alpha = "
+                              f"{plan.alpha:g} / {plan.looks} = {plan.alpha_per_look:.4g}", entry.id))
+        started = time.monotonic()
+        if result is None or result.run_dir is None:
+            result = reproduce_entry(entry, runs_dir, params, progress=progress)
+        else:
+            result = continue_entry(entry, result.run_dir, params, progress)
+        verdict = read_json_object(result.run_dir / VERDICT_FILE) if result.run_dir is not None else None
+        items = undecided(verdict) if verdict is not None else []
+        looks.append({"look": k, "runs_per_arm": runs, "alpha": plan.alpha_per_look,
+                      "duration_s": round(time.monotonic() - started, 3), "outcome": result.outcome,
+                      "undecided": [i.as_dict() for i in items], "runs_needed": needed_runs(items)})
+        status = _run_status(result.run_dir)
+        if status != "complete" or verdict is None:
+            stopped = f"look {k} did not complete ({result.outcome}: {result.detail})"
+            break
+        if not judged_items(verdict):
+            stopped = (f"look {k}: the verdict judges no row or claim across runs (no measured rows, no claims): "
+                       "more runs have nothing to decide")
+            break
+        if (why := alpha_mismatch(verdict, plan.alpha_per_look)) is not None:
+            stopped = why
+            break
+        if not items:
+            stopped = f"decisive at look {k}: no judged row or claim is inconclusive"
+            break
+        if needed_runs(items) is None:
+            stopped = (f"look {k}: the {len(items)} inconclusive row(s)/claim(s) cannot be decided by more runs ("
+                       + "; ".join(f"{i.name}: {i.reason}" for i in items[:3]) + ")")
+            break
+    assert result is not None
+    result.sequential = {**plan.as_dict(), "looks": looks, "stopped": stopped,
+                         "elapsed_s": round(time.monotonic() - t0, 3)}
+    if result.run_dir is not None and _run_status(result.run_dir) not in ("none", "unreadable"):
+        update_record(result.run_dir, sequential=result.sequential)
+    tell(Progress("look", f"stopped after {len(looks)} look(s): {stopped}", entry.id))
+    return result

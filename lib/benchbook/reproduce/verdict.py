@@ -177,14 +177,18 @@ class Verdict:
 
     figure_only = figure_redrawn   # the name verdict/1 notebooks use
 
-    def judge_runs(self, output_dir: Path | str, **options: Any) -> Verdict:
+    def judge_runs(self, output_dir: Path | str, alpha: float | None = None, **options: Any) -> Verdict:
         """Judge every [[published]] value and [[claims]] test of this measured entry from the runs in
-        ``output_dir`` (benchbook.reproduce.judge.judge_entry; ``options`` go to it) and add the rows; returns
-        the verdict, so a notebook's verdict cell is ``verdict.judge_runs(output_dir)`` plus its info rows."""
+        ``output_dir`` (benchbook.reproduce.judge.judge_entry; ``options`` go to it) at error rate ``alpha``
+        (default the verdict's, 0.05; the notebook passes its ``alpha`` parameter, which ``benchbook reproduce
+        --until-decisive`` sets to alpha / K) and add the rows; returns the verdict, so a notebook's verdict
+        cell is ``verdict.judge_runs(output_dir, alpha=alpha)`` plus its info rows."""
+        if alpha is not None:
+            self.alpha = float(alpha)
         if self.entry is None or not self.measured:
             raise ValueError(f"{self.figure_id}: judge_runs() judges a measured entry across runs; this verdict is "
                              f"of kind {self.kind} (use check())")
-        j = judge_entry(self.entry, output_dir, **options)
+        j = judge_entry(self.entry, output_dir, alpha=self.alpha, **options)
         have = {r.name for r in self.rows}
         twice = [r.name for r in j.rows if r.name in have]
         if twice:
