@@ -106,7 +106,8 @@ def find_target(m: Mutation) -> tuple[Path, str, str]:
 
 def copy_tree(dest: Path) -> None:
     shutil.copytree(REPO, dest, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs"))
+        ".venv", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs", "mutate", "mutate-site",
+        "fuzz", "fuzz-site", "*.sock"))
 
 
 def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int, str, float]:
