@@ -14,7 +14,8 @@ any other mutant (module level, signatures, numba kernels, lines no test ran in 
     .venv/bin/python tests/mutations/score.py --survivors analysis/hdr.py
 
 A mutant is killed when a test fails or errors, or when the per-test timeout ends a hang (counted in the timeout
-column as well); equivalent mutants (tests/mutations/equivalent.toml, each with its reason) leave the
+column as well); surviving mutants reviewed as equivalent (tests/mutations/equivalent.toml, each with its reason,
+and the one rule for message text: XX wrapped around words of an error or warning message) leave the
 denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
 copy, the per-mutant log, report.md); a rerun of a module tests only its survivors again unless --fresh.
 """
@@ -381,8 +382,37 @@ def _mutated_line(source: str, lines: list[str], line_number: int, index: int) -
     return "(line removed)"
 
 
-def classify(mutants: list[Mutant], m: Module, equivalents: list[dict]) -> None:
+MESSAGE_REASON = ("message text: the mutant only wraps words of an error or warning message in XX; the tests check "
+                  "what the message names (file, position, limit, what was expected), which it still names")
+
+
+def message_lines(source: str) -> set[int]:
+    """Lines of raise statements and of calls building an exception or warning (warnings.warn, SomethingError(...),
+    SomethingWarning(...), the readers' _truncated): where a string is message text."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        target = None
+        if isinstance(node, ast.Raise):
+            target = node
+        elif isinstance(node, ast.Call):
+            name = ast.unparse(node.func).rsplit(".", 1)[-1]
+            if name in ("warn", "_truncated") or name.endswith(("Error", "Exception", "Warning")):
+                target = node
+        if target is not None:
+            lines.update(range(target.lineno, (target.end_lineno or target.lineno) + 1))
+    return lines
+
+
+def classify(mutants: list[Mutant], m: Module, equivalents: list[dict], source: str) -> None:
+    """Mark surviving mutants that are equivalent (a killed mutant is not: a test told it apart)."""
+    messages = message_lines(source)
     for mu in mutants:
+        if mu.status != "bad_survived":
+            continue
+        if (mu.line_number in messages and mu.mutated != mu.original
+                and mu.mutated.replace("XX", "") == mu.original.replace("XX", "")):
+            mu.equivalent = MESSAGE_REASON
+            continue
         for e in equivalents:
             if e["module"] != m.path or e["original"].strip() != mu.original.strip():
                 continue
@@ -414,12 +444,12 @@ def tally(m: Module, mutants: list[Mutant]) -> Row:
     for mu in mutants:
         if mu.status not in DONE:
             row.untested += 1
-        elif mu.equivalent:
-            row.equivalent += 1
         elif mu.status in ("ok_killed", "ok_suspicious", "bad_timeout"):
             row.killed += 1
             if mu.status == "bad_timeout" or mu.outcome.get("outcome") == "timeout":
                 row.timeout += 1
+        elif mu.equivalent:
+            row.equivalent += 1
         else:
             row.survived += 1
     return row
@@ -446,7 +476,7 @@ def report(modules: list[Module], survivors_of: list[str] | None = None) -> tupl
             rows.append(Row(m.path))
             continue
         mutants = read_mutants(tree, m)
-        classify(mutants, m, equivalents)
+        classify(mutants, m, equivalents, (tree / m.lib_path).read_text())
         rows.append(tally(m, mutants))
         for mu in mutants:
             if mu.status == "bad_survived" and not mu.equivalent:
