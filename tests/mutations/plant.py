@@ -86,6 +86,49 @@ MUTATIONS = (
           "    if True:\n        tab[2 * s] = EMPTY"),),
         ("tests/analysis/test_latency.py",),
     ),
+    Mutation(
+        "kernel-cache-ignores-dependencies",
+        "numba's disk cache keyed on the kernel's own file only: a kernel keeps running the code it inlined from "
+        "another module before that module changed",
+        (('    if options.get("cache") and getattr(d, "_cache", None) is not None:', "    if False:"),),
+        ("tests/test_kernel_cache.py",),
+    ),
+    Mutation(
+        "content-key-ipv6-checksum-kept",
+        "the content key zeroes the UDP/TCP checksum over IPv4 only: an IPv6 capture with offloaded checksums "
+        "matches 0 of 50",
+        (("        elif etype == 0x86DD and L >= l3 + 40:", "        elif False:"),),
+        ("tests/analysis/test_content_key.py",),
+    ),
+    Mutation(
+        "hdr-accepts-one-past-range",
+        "the recording kernel's range check one slot late: the first untrackable value is written past the "
+        "counts array instead of refused",
+        (("        if idx >= limit:\n            n_bad += 1", "        if idx > limit:\n            n_bad += 1"),),
+        ("tests/analysis/test_hdr_properties.py",),
+    ),
+    Mutation(
+        "pcapng-section-keeps-interfaces",
+        "a new pcapng section keeps the previous section's interfaces: its packets take the first section's "
+        "timestamp resolution (x1000 from microseconds)",
+        (("                seen_shb = True\n                ifs = _Interfaces()\n",
+          "                seen_shb = True\n"),),
+        ("tests/capture/test_reader.py::test_second_pcapng_section_uses_its_own_interfaces_and_byte_order",),
+    ),
+    Mutation(
+        "sweep-resume-keeps-killed-run",
+        "sweep --resume counts a run left 'running' by a killed process as done instead of moving it aside "
+        "and running the point again",
+        (('        if status == "complete":\n            p["status"] = "complete"',
+          '        if status in ("complete", "running"):\n            p["status"] = "complete"'),),
+        ("tests/experiment/test_sweep_resume.py",),
+    ),
+    Mutation(
+        "publish-ignores-changed-output",
+        "publishing accepts a run whose output changed after it was recorded (the digest compared with itself)",
+        (('        if digest != entry["sha256"]:', '        if digest != digest:'),),
+        ("tests/publish/test_verify.py",),
+    ),
 )
 
 
