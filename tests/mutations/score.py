@@ -15,8 +15,8 @@ any other mutant (module level, signatures, numba kernels, lines no test ran in 
 
 A mutant is killed when a test fails or errors, or when the per-test timeout ends a hang (counted in the timeout
 column as well); surviving mutants reviewed as equivalent (tests/mutations/equivalent.toml, each with its reason,
-and the one rule for message text: XX wrapped around words of an error or warning message) leave the
-denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
+and two rules: XX wrapped around words of an error or warning message; numba's cache= or nogil= flipped) leave
+the denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
 copy, the per-mutant log, report.md); a rerun of a module tests only its survivors again unless --fresh.
 """
 
@@ -386,6 +386,10 @@ MESSAGE_REASON = ("message text: the mutant only wraps words of an error or warn
                   "what the message names (file, position, limit, what was expected), which it still names")
 
 
+NJIT_REASON = ("numba options cache= and nogil=: whether the compiled kernel is kept on disk and whether it "
+               "releases the GIL change neither its results nor its errors")
+
+
 def message_lines(source: str) -> set[int]:
     """Lines of raise statements and of calls building an exception or warning (warnings.warn, SomethingError(...),
     SomethingWarning(...), the readers' _truncated): where a string is message text."""
@@ -412,6 +416,10 @@ def classify(mutants: list[Mutant], m: Module, equivalents: list[dict], source: 
         if (mu.line_number in messages and mu.mutated != mu.original
                 and mu.mutated.replace("XX", "") == mu.original.replace("XX", "")):
             mu.equivalent = MESSAGE_REASON
+            continue
+        if (mu.original.strip().startswith("@njit(") and mu.mutated != mu.original
+                and mu.mutated.replace("=False", "=True") == mu.original):
+            mu.equivalent = NJIT_REASON
             continue
         for e in equivalents:
             if e["module"] != m.path or e["original"].strip() != mu.original.strip():

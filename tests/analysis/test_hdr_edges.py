@@ -1,0 +1,62 @@
+"""HdrHistogram's exact statistics and refusals at their edges: zeros, one value, values near 2^63 whose sum
+carries past 2^64 twice, large values with a small spread (the shifted second moment), several refused values in
+one call. Expectations are exact integer or hand arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hdr_layout import INT64_MAX
+
+
+def test_zeros_are_values():
+    h = HdrHistogram()
+    h.record(np.array([0, 0]))
+    assert (h.min, h.max, h.mean, h.stddev, h.total_count) == (0, 0, 0.0, 0.0, 2)
+    h.record(np.array([5]))
+    assert h.mean == pytest.approx(5 / 3, rel=1e-15) and h.max == 5 and h.min == 0
+    one = HdrHistogram()
+    one.record(np.array([0]))
+    assert one.max == 0 and one.counts[0] == 1
+
+
+def test_the_exact_sum_carries_past_2_to_the_64_more_than_once():
+    h = HdrHistogram(1, INT64_MAX, 2)
+    h.record(np.full(5, INT64_MAX))  # 5 (2^63 - 1) = 2^65 + 2^63 - 5: two carries out of the low word
+    assert h.mean == INT64_MAX / 1 and h.max == INT64_MAX
+    h.record(np.array([0, 0, 0, 0, 0]))
+    assert h.mean == pytest.approx(INT64_MAX / 2, rel=1e-15)
+
+
+def test_second_moment_of_large_values_with_a_small_spread():
+    base = 2**50
+    h = HdrHistogram(1, 2**52, 3)
+    h.record(np.array([base, base + 1, base + 2, base + 3]))
+    assert h.mean == base + 1.5
+    assert h.stddev == pytest.approx(math.sqrt(1.25), rel=1e-12)  # float sums of v^2 would lose it all
+    h.record(np.array([base + 3, base + 3]))  # a second call merges its moments
+    vals = [0, 1, 2, 3, 3, 3]
+    mean = sum(vals) / 6
+    assert h.stddev == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in vals) / 6), rel=1e-12)
+    small = HdrHistogram()
+    small.record(np.array([0, 1, 2, 3]))
+    assert small.stddev == pytest.approx(math.sqrt(1.25), rel=1e-15)
+
+
+@pytest.mark.parametrize("values,pos,why,n", [
+    ([-1, 5, -2], 0, "negative", 2),
+    ([5, -1, 6, -7, -8], 1, "negative", 3),
+    ([10**13, 5, 10**14], 0, "above", 2),
+    ([5, 10**13, -1], 1, "above", 2),
+])
+def test_a_refused_call_names_its_first_bad_value_and_counts_them_all(values, pos, why, n):
+    h = HdrHistogram(1, 10**12, 3)
+    h.record(np.array([3]))
+    with pytest.raises(ValueError, match=rf"^values\[{pos}\] = {values[pos]} cannot be recorded: {why}.* "
+                                         rf"\({n} such values in this call; nothing of the call was recorded\)$"):
+        h.record(np.array(values))
+    assert h.total_count == 1 and int(h.counts.sum()) == 1 and (h.min, h.max) == (3, 3)
