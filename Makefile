@@ -33,7 +33,8 @@ venv: $(STAMP)
 kernels: venv
 	-@$(BIN)/benchbook kernels build
 
-# Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones.
+# Debian packages (manifests/debian-packages.txt), installed only when root and only the missing ones; then the
+# Flent sample runs of Flent's sdist (pinned SHA-256, build/corpus/; tests/data/flent/README.md).
 deps:
 	@missing=$$(grep -v '^#' manifests/debian-packages.txt | awk 'NF{print $$1}' | \
 	  while read p; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -43,15 +44,21 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
 	  echo "deps: some Debian packages could not be installed; tests that need them skip with a reason"; \
 	else echo "deps: not root, not installing: $$missing (tests that need them skip)"; fi
+	@$(PYTHON) tests/data/flent/fetch_sdist.py || echo "deps: Flent's sample runs not fetched; their tests skip"
 
-# HdrHistogram's Java HistogramLogProcessor is the oracle for `benchbook hist` (tests skip without it).
+# HdrHistogram's Java HistogramLogProcessor is the oracle for `benchbook hist` (tests skip without it); 2.1.9 (with
+# the JAXB API it needs on Java 11+) is the last release that prints an empty distribution when nothing is selected.
 HDR_JAR_VERSION := 2.2.2
+HDR_OLD_ARTIFACTS := org.hdrhistogram:HdrHistogram:2.1.9 javax.xml.bind:jaxb-api:2.3.1
 java-oracle:
 	@if ls $$HOME/.m2/repository/org/hdrhistogram/HdrHistogram/$(HDR_JAR_VERSION)/*.jar >/dev/null 2>&1; then :; \
 	elif command -v mvn >/dev/null && command -v java >/dev/null; then \
 	  mvn -q -B dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:$(HDR_JAR_VERSION) >/dev/null 2>&1 || \
 	  echo "java-oracle: could not fetch the HdrHistogram jar; its comparison tests skip"; \
 	else echo "java-oracle: no java/mvn; its comparison tests skip"; fi
+	@if command -v mvn >/dev/null && ! ls $$HOME/.m2/repository/javax/xml/bind/jaxb-api/2.3.1/*.jar >/dev/null 2>&1; then \
+	  for a in $(HDR_OLD_ARTIFACTS); do mvn -q -B dependency:get -Dartifact=$$a >/dev/null 2>&1 || \
+	    echo "java-oracle: could not fetch $$a; the empty-selection comparison skips"; done; fi
 
 DELAYLINE := build/bb-delayline
 

@@ -10,7 +10,7 @@ unexpected error), 2 a usage error (bad option or argument); `benchbook reproduc
 outcome codes (README, "Exit codes").
 
 Start-up: a command line naming one command builds an app holding only that command's module (building all
-26 commands costs typer about 30 ms); `benchbook`, `--help` and unknown names get the whole app, which is also
+27 commands costs typer about 30 ms); `benchbook`, `--help` and unknown names get the whole app, which is also
 what `benchbook.cli.app` is. The console script (:func:`run`) leaves without tearing the interpreter's modules
 down once the command has finished (25-35 ms of a `benchbook tcp` run): atexit handlers run and stdout/stderr
 are flushed first, and a non-daemon thread still running gets Python's normal exit."""
@@ -36,7 +36,7 @@ HELP = "Measurement and reproducibility workbench: rerun paper figures, measure,
 # One module per top-level command (or command group) of the same name; each defines register(app).
 COMMAND_MODULES = (
     "latency", "hist", "reproduce", "run", "env", "export", "synth", "dataset", "publish", "serve", "tcp",
-    "fairness", "perf", "testbed", "cwl", "kernels",
+    "fairness", "perf", "testbed", "cwl", "kernels", "compare",
 )
 
 

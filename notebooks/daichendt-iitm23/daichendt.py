@@ -2,7 +2,7 @@
 
 Imported by cgroups-v1-v2-latency.ipynb beside it. Published numbers come only from the entry
 TOMLs of this folder (``entry.published``); the measurement itself is benchbook's generic
-:mod:`benchbook.experiment.latency_point`.
+:mod:`benchbook.experiment.cgroup_latency`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchbook.experiment import latency_point as lp
+from benchbook.experiment import cgroup_latency as lp
 
 PAPER_RATES_PPS = (1.52e6, 6.24e6)           # the paper's two packet rates (Figs. 3 and 4)
 TABLE1_EVENTS = ("instructions", "branches", "cpu-migrations")

@@ -1,8 +1,9 @@
 """Geist & Jaeger (IITM WS 2018/19), Figs. 1 and 4: the congestion window of one Reno / Cubic flow over time.
 
 Imported by cwnd-shapes.ipynb beside it. One flow per congestion control runs alone through the local
-dumbbell (:mod:`benchbook.testbed.dumbbell`), ``ss -tin`` samples its socket in the sender namespace,
-and the shape of the window is measured:
+dumbbell (:mod:`benchbook.experiment.dumbbell_runs`, repeated by :mod:`benchbook.experiment.repetitions`),
+``ss -tin`` samples its socket in the sender namespace, and the shape of the window is measured (per run, as
+the run's statistics, and for the figure):
 
 - loss epochs: a loss shows as a decline of the window below 90 % of its peak since the previous one;
   the epoch's reduction is the smallest window after it over the peak before it;
@@ -19,28 +20,20 @@ Published numbers come only from the entry TOMLs of this folder.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchbook.testbed.capabilities import NotRunnable
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, data_socket, flows_run, read_ss_samples
+from benchbook.experiment.repetitions import Statistic, run_repetitions
 from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import ss
-from benchbook.tools.host import CommandLog
 
 CUBIC_BETA = 717 / 1024          # Linux tcp_cubic's multiplicative decrease (beta_scale 1024)
 MIN_EPOCH_SAMPLES = 10
 PEAK_SLACK = 0.02                # a sampled peak may miss the window at the loss by this fraction
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 def link_for(rate_mbps: float, delay_ms: float, buffer_bdp: float) -> LinkSpec:
@@ -64,63 +57,89 @@ def dry_run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s:
 
 
 def run(ccas: list[str], link: LinkSpec, duration_s: int, sample_interval_s: float, output_dir: Path | str,
-        progress: Any = print) -> dict[str, Any]:
-    """One run per congestion control; raw/<cca>/ holds the iperf3 report, the ss samples (JSON lines)
-    and every command; metrics.json and capabilities.json the emulation record."""
+        progress: Any = print, repetitions: int = 1, seed: int | None = None) -> dict[str, Any]:
+    """Each congestion control alone through a fresh dumbbell, ``repetitions`` times, in the runner's seeded
+    order (:mod:`benchbook.experiment.repetitions`; calling again on ``output_dir`` resumes). raw/<cca>/rep<k>/
+    holds the iperf3 report, the ss samples, every command and the run's record with this paper's shape measures
+    as statistics; metrics.json and capabilities.json the emulation record. ``runs``: per CCA its first valid
+    run (what the figures and verdict rows use)."""
     out = Path(output_dir)
+    arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, 1.0, ss_interval_s=sample_interval_s) for cca in ccas}
+    res = run_repetitions(out, arms, repetitions, flows_run(measures=shape_statistics), seed=seed,
+                          progress=progress)
     runs: dict[str, Any] = {}
-    not_runnable: dict[str, str] = {}
     record: dict[str, Any] = {}
-    for cca in ccas:
-        d = out / "raw" / cca
-        d.mkdir(parents=True, exist_ok=True)
-        progress(f"{cca}: one flow for {duration_s} s, ss every {sample_interval_s * 1000:g} ms")
-        try:
-            with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(d)) as db:
-                res = db.run_flows(duration_s, 1.0, ss_interval_s=sample_interval_s)
-        except NotRunnable as exc:
-            not_runnable[cca] = str(exc)
-            progress(f"{cca}: not runnable: {exc}")
-            continue
-        record = res["record"]
-        flow = res["flows"][0]
-        (d / "iperf3.json").write_text(flow.raw_json)
-        samples = res["ss"][1]
-        with open(d / "ss-samples.jsonl", "w") as fh:
-            for s in samples:
-                fh.write(json.dumps(s) + "\n")
-        runs[cca] = {"dir": str(d.relative_to(out)), "token": (record.get("topology") or {}).get("token"),
-                     "samples": len(samples), "receiver_bps": flow.receiver_bps,
-                     "retransmits": flow.report.total_retransmits(), "qdisc": res["qdisc"]}
+    for rec in res.runs():
+        m = rec["metrics"]
+        record = m["emulation"]
+        if rec["arm"] not in runs:
+            flow = m["flows"][0]
+            runs[rec["arm"]] = {"dir": rec["dir"], "token": m["token"],
+                                "samples": len(read_ss_samples(res.path(rec))), "receiver_bps": flow["receiver_bps"],
+                                "retransmits": flow["retransmits"], "qdisc": m["qdisc"],
+                                "valid_runs": len(res.runs(rec["arm"]))}
+    not_runnable = res.not_runnable()
     result = {"ccas": ccas, "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets,
                                      "delay_ms": link.delay_ms}, "duration_s": duration_s,
-              "sample_interval_s": sample_interval_s, "runs": runs, "not_runnable": not_runnable,
-              "output_dir": str(out)}
-    _write_json(out / "metrics.json", {**result, "link_emulation": record})
-    caps = list(record.get("capabilities", []))
+              "sample_interval_s": sample_interval_s, "repetitions": repetitions, "seed": res.summary["plan"]["seed"],
+              "runs": runs, "not_runnable": not_runnable, "output_dir": str(out)}
+    write_json_atomic(out / "metrics.json", {**result, "link_emulation": record})
+    caps = res.capabilities()
     caps += [{"capability": f"congestion control {c}", "status": "missing", "detail": why}
              for c, why in not_runnable.items()]
-    _write_json(out / "capabilities.json", caps)
+    write_json_atomic(out / "capabilities.json", caps)
     return result
 
 
 def cwnd_series(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The data socket's samples (the iperf3 control connection is the one with fewer bytes acked):
-    t_s from the first sample, cwnd and ssthresh in segments (ssthresh NaN until the first reduction),
+    """A run's data socket from its ss samples (see :func:`cwnd_of_samples`)."""
+    return cwnd_of_samples(read_ss_samples(Path(output_dir) / run_info["dir"]))
+
+
+def cwnd_of_samples(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The data socket's samples (:func:`~benchbook.experiment.dumbbell_runs.data_socket`): t_s from the first
+    sample, cwnd and ssthresh in segments (ssthresh NaN until the first reduction),
     rtt_ms, pacing_gain (BBR, else NaN)."""
-    rows = [json.loads(line) for line in (Path(output_dir) / run_info["dir"] / "ss-samples.jsonl").open()]
-    rows = [r for r in rows if "cwnd" in r]
+    rows = data_socket(rows)
     if not rows:
         return {k: np.array([]) for k in ("t_s", "cwnd", "ssthresh", "rtt_ms", "pacing_gain")}
-    acked: dict[int, int] = {}
-    for r in rows:
-        acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
-    port = max(acked, key=lambda p: acked[p])
-    rows = [r for r in rows if r["local_port"] == port]
     t0 = rows[0]["t_ns"]
     col = lambda key: np.array([float(r.get(key, np.nan)) for r in rows])  # noqa: E731
     return {"t_s": np.array([(r["t_ns"] - t0) / 1e9 for r in rows]), "cwnd": col("cwnd"),
             "ssthresh": col("ssthresh"), "rtt_ms": col("rtt_ms"), "pacing_gain": col("bbr_pacing_gain")}
+
+
+def shape_statistics(run: FlowsRun) -> list[Statistic]:
+    """This paper's shape measures of one run as per-run statistics (none when ss saw no window)."""
+    s = cwnd_of_samples(run.ss.get(1, []))
+    cca = run.arm.flows[0].cca
+    if s["cwnd"].size == 0:
+        return []
+    if cca == "reno":
+        r = reno_shape(s)
+        return [Statistic("slow_start_end_s", r["slow_start_end_s"], None, "s", "time of the first loss or first "
+                          "ssthresh, from the first ss sample"),
+                Statistic("reduction_median", r["reduction_median"], r["losses"], "", "median over loss epochs of "
+                          "the smallest cwnd after a loss / the largest before it; n: loss epochs"),
+                Statistic("linear_r2_median", r["linear_r2_median"], len(r["linear_r2"]), "", "median R^2 of a "
+                          "least-squares line through each epoch's increase; n: epochs with enough samples"),
+                Statistic("increase_per_rtt_median", r["increase_per_rtt_median"], len(r["linear_r2"]), "segments",
+                          "median over epochs of the fitted slope times the epoch's mean sampled RTT")]
+    if cca == "cubic":
+        c = cubic_shape(s)
+        return [Statistic("first_w_max_reached_s", c["first_w_max_reached_s"], None, "s", "time the window first "
+                          f"comes within {PEAK_SLACK:.0%} of W_max again after a loss"),
+                Statistic("slowest_over_w_max_median", c["slowest_over_w_max_median"], c["judged"], "", "median "
+                          "over judged epochs of the fitted cubic's value at its slowest growth / W_max"),
+                Statistic("share_shape_ok", c["share_shape_ok"], c["judged"], "", "share of judged epochs concave "
+                          "up to W_max and convex beyond it (cubic fit); n: epochs judged"),
+                Statistic("reduction_median", c["reduction_median"], len(c["epochs"]), "", "median over loss "
+                          "epochs of the smallest cwnd after a loss / the largest before it; n: loss epochs")]
+    if cca == "bbr":
+        b = bbr_cycle(s)
+        return [Statistic("cycle_over_min_rtt", b["cycle_over_min_rtt"], b["probe_phases"], "", "median time "
+                          "between entries into pacing gain 1.25 / the smallest sampled RTT; n: such entries")]
+    return []
 
 
 def epochs(s: dict[str, np.ndarray], drop: float = 0.9) -> list[dict[str, Any]]:
@@ -260,8 +279,10 @@ def cwnd_figure(s: dict[str, np.ndarray], title: str, marks: list[dict[str, Any]
 
 def add_verdict_rows(verdict: Any, result: dict[str, Any], shapes: dict[str, dict[str, Any]], figure: str) -> None:
     link = result["link"]
+    reps = result.get("repetitions", 1)
     setup = (f"{link['rate_bps'] / 1e6:g} Mbit/s, +{link['delay_ms']:g} ms, FIFO {link['buffer_packets']} packets, "
-             f"one {result['duration_s']} s run")
+             + (f"one {result['duration_s']} s run" if reps == 1 else
+                f"the first valid of {reps} runs of {result['duration_s']} s"))
     if figure == "fig1":
         _rows(verdict, result, "reno", shapes.get("reno"), setup, [
             ("Fig. 1 (Reno): end of slow start", "slow_start_end_s", None),

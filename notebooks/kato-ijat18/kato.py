@@ -3,7 +3,8 @@ recorded as a gated-link model (802.11 itself cannot be emulated on this kernel:
 
 Imported by gated-link.ipynb beside it. While it scans, the station sleeps (the AP holds its frames) and
 wakes in turn; the paper measures sleeping periods of 110 ms and awake periods of 320 ms for about 10 s.
-The model: one TCP flow through the local dumbbell (:mod:`benchbook.testbed.dumbbell`) whose bottleneck
+The model: one TCP flow through the local dumbbell (:mod:`benchbook.experiment.dumbbell_runs`, each run a fresh
+one, repeated by :mod:`benchbook.experiment.repetitions`) whose bottleneck
 follows a link schedule (:mod:`benchbook.testbed.link_schedule`): the full rate, then a degraded window of
 alternating near-zero rate ("sleeping") and full rate ("awake"), then the full rate again. The queue sits at
 the router, outside the sender's socket accounting, which is the paper's "TSQ not used" case (TSQ cannot be
@@ -15,26 +16,26 @@ Published numbers come only from the entry TOML of this folder.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchbook.testbed.capabilities import NotRunnable
-from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.dumbbell_runs import (
+    FlowsArm,
+    FlowsRun,
+    data_socket,
+    flows_run,
+    read_flow_report,
+    read_ss_samples,
+)
+from benchbook.experiment.repetitions import Statistic, run_repetitions
+from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from benchbook.testbed.link_schedule import LinkSchedule, Step
-from benchbook.tools.host import CommandLog
+from benchbook.tools.iperf3 import Iperf3Report
 
 GATE_CLOSED_BPS = 1000      # the "sleeping" rate: one 1514-byte frame in 12 s, i.e. the link holds its queue
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 def gate_schedule(rate_bps: int, start_s: float, window_s: float, sleep_ms: float, awake_ms: float) -> LinkSchedule:
@@ -52,56 +53,61 @@ def gate_schedule(rate_bps: int, start_s: float, window_s: float, sleep_ms: floa
                                       f"for {window_s:g} s at {rate_bps / 1e6:g} Mbit/s")
 
 
+def gate_window(schedule: LinkSchedule, closed_bps: int = GATE_CLOSED_BPS) -> tuple[float, float]:
+    """(start_s, window_s) of the gated window as the schedule gives it: from its first closed step to its last
+    step."""
+    closed = [st.t_s for st in schedule.steps if st.rate_bps == closed_bps]
+    if not closed:
+        raise ValueError(f"schedule {schedule.source!r}: no closed step (rate {closed_bps} bit/s)")
+    return closed[0], schedule.steps[-1].t_s - closed[0]
+
+
 def run(ccas: list[str], link: LinkSpec, schedule: LinkSchedule, duration_s: int, output_dir: Path | str,
-        ss_interval_s: float = 0.05, progress: Any = print) -> dict[str, Any]:
+        ss_interval_s: float = 0.05, progress: Any = print, repetitions: int = 1,
+        seed: int | None = None) -> dict[str, Any]:
+    """Each congestion control through a fresh gated dumbbell, ``repetitions`` times in the runner's seeded order
+    (:mod:`benchbook.experiment.repetitions`; calling again on ``output_dir`` resumes); the model's measures per
+    run are the run's statistics. ``runs``: per CCA its first valid run."""
     out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "schedule.txt").write_text(schedule.text())
-    result: dict[str, Any] = {"runs": {}, "not_runnable": {}, "duration_s": duration_s, "output_dir": str(out),
+    arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, 1.0, ss_interval_s=ss_interval_s, schedule=schedule)
+            for cca in ccas}
+    res = run_repetitions(out, arms, repetitions, flows_run(measures=model_statistics), seed=seed,
+                          progress=progress)
+    result: dict[str, Any] = {"runs": {}, "not_runnable": res.not_runnable(), "duration_s": duration_s,
+                              "repetitions": repetitions, "seed": res.summary["plan"]["seed"], "output_dir": str(out),
                               "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets}}
     record: dict[str, Any] = {}
-    for cca in ccas:
-        d = out / "raw" / cca
-        d.mkdir(parents=True, exist_ok=True)
-        progress(f"{cca}: one flow for {duration_s} s through the gated link")
-        try:
-            with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(d), schedule=schedule) as db:
-                res = db.run_flows(duration_s, 1.0, ss_interval_s=ss_interval_s)
-        except NotRunnable as exc:
-            result["not_runnable"][cca] = str(exc)
-            continue
-        record = res["record"]
-        (d / "iperf3.json").write_text(res["flows"][0].raw_json)
-        with open(d / "ss-samples.jsonl", "w") as fh:
-            for s in res["ss"][1]:
-                fh.write(json.dumps(s) + "\n")
-        result["runs"][cca] = {"dir": str(d.relative_to(out)), "token": (record.get("topology") or {}).get("token"),
-                               "applied": record["schedule"]["applied"], "qdisc": res["qdisc"]}
-    _write_json(out / "metrics.json", {**result, "link_emulation": record})
-    _write_json(out / "capabilities.json", [*record.get("capabilities", []),
-                                            {"capability": "802.11 emulation (mac80211_hwsim)", "status": "missing",
-                                             "detail": "modelled as a gated link; A-MPDU aggregation, power-save "
-                                                       "frames and MAC rates are not modelled"}])
+    for rec in res.runs():
+        record = rec["metrics"]["emulation"]
+        if rec["arm"] not in result["runs"]:
+            result["runs"][rec["arm"]] = {"dir": rec["dir"], "token": rec["metrics"]["token"],
+                                          "applied": record["schedule"]["applied"], "qdisc": rec["metrics"]["qdisc"],
+                                          "valid_runs": len(res.runs(rec["arm"]))}
+    write_json_atomic(out / "metrics.json", {**result, "link_emulation": record})
+    write_json_atomic(out / "capabilities.json", [*res.capabilities(),
+                                                  {"capability": "802.11 emulation (mac80211_hwsim)",
+                                                   "status": "missing",
+                                                   "detail": "modelled as a gated link; A-MPDU aggregation, power-save "
+                                                             "frames and MAC rates are not modelled"}])
     return result
 
 
 def per_second(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Per 1 s: t_s (interval start), sender throughput Mbit/s, retransmissions, mean cwnd of the ss samples."""
-    from benchbook.tools.iperf3 import read_report
-
+    """A run's per-second series (see :func:`per_second_of`)."""
     d = Path(output_dir) / run_info["dir"]
-    rep = read_report(d / "iperf3.json")
+    return per_second_of(read_flow_report(d), read_ss_samples(d))
+
+
+def per_second_of(rep: Iperf3Report, rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Per 1 s: t_s (interval start), sender throughput Mbit/s, retransmissions, mean cwnd of the ss samples."""
     t = np.array([r["start_s"] for r in rep.intervals])
     mbps = np.array([r["bps"] / 1e6 for r in rep.intervals])
     rtx = np.array([r["retransmits"] or 0 for r in rep.intervals])
-    rows = [json.loads(line) for line in (d / "ss-samples.jsonl").open()]
-    rows = [r for r in rows if "cwnd" in r]
+    rows = data_socket(rows)
     cwnd = np.full(t.size, np.nan)
     if rows:
-        acked: dict[int, int] = {}
-        for r in rows:
-            acked[r["local_port"]] = max(acked.get(r["local_port"], 0), r.get("bytes_acked", 0))
-        port = max(acked, key=lambda p: acked[p])
-        rows = [r for r in rows if r["local_port"] == port]
         ts = np.array([(r["t_ns"] - rows[0]["t_ns"]) / 1e9 for r in rows])
         cw = np.array([r["cwnd"] for r in rows], float)
         for k, start in enumerate(t):
@@ -109,6 +115,29 @@ def per_second(output_dir: Path | str, run_info: dict[str, Any]) -> dict[str, np
             if sel.any():
                 cwnd[k] = cw[sel].mean()
     return {"t_s": t, "mbps": mbps, "retransmits": rtx, "cwnd": cwnd}
+
+
+def model_statistics(run: FlowsRun) -> list[Statistic]:
+    """The model's measures of one run: throughput outside and at its lowest inside the gated window (from the
+    schedule), the largest per-second cwnd, and the realised gate periods."""
+    assert run.arm.schedule is not None
+    start_s, window_s = gate_window(run.arm.schedule)
+    ps = per_second_of(run.flows[0].report, run.ss.get(1, []))
+    st = summary(ps, start_s, window_s)
+    t = ps["t_s"]
+    n_inside = int(np.sum((t >= start_s) & (t + 1 <= start_s + window_s)))
+    n_normal = int(np.sum(((t + 1 <= start_s) | (t >= start_s + window_s)) & (t >= 1)))
+    g = gate_periods(run.emulation["schedule"]["applied"])
+    return [Statistic("normal_mbps", st["normal_mbps"], n_normal, "Mbit/s", "mean of the sender's 1 s interval "
+                      "rates outside the gated window (whole seconds, the first second left out)"),
+            Statistic("degraded_share", st["degraded_share"], n_inside, "", "lowest 1 s rate inside the gated "
+                      "window / normal_mbps; n: whole seconds inside"),
+            Statistic("cwnd_max", st["cwnd_max"], len(run.ss.get(1, [])), "packets", "largest per-second mean of "
+                      "the data socket's ss cwnd samples; n: ss samples"),
+            Statistic("gate_closed_ms", g["closed_ms"], g["cycles"], "ms", "mean time from a closing tc command's "
+                      "end to the next opening one's; n: cycles"),
+            Statistic("gate_open_ms", g["open_ms"], g["cycles"], "ms", "mean time from an opening tc command's end "
+                      "to the next closing one's, first and last open span left out")]
 
 
 def summary(ps: dict[str, np.ndarray], start_s: float, window_s: float) -> dict[str, Any]:

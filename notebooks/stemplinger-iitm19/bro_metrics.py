@@ -1,10 +1,10 @@
 """Stemplinger & Bauer (IITM WS 2018/19): bro-tcp's ACK inter-arrival times and retransmission score on a local capture.
 
 Imported by bro-metrics.ipynb beside it. One bulk TCP flow runs through the local dumbbell
-(:mod:`benchbook.testbed.dumbbell`) while tcpdump captures the sender's interface; benchbook's TCP
-analysis (:func:`benchbook.analysis.tcp_report.analyze_tcp`, rule ``zeek``: a payload segment whose
-sequence number does not pass the highest seen, bro-tcp's rule) gives per 0.1 s and direction the
-payload and retransmitted bytes and the advancing ACKs. From them, as bro-tcp logs them:
+(:mod:`benchbook.experiment.dumbbell_runs`, through the repetition runner) while tcpdump captures the sender's
+interface; benchbook's TCP analysis (:func:`benchbook.analysis.tcp_report.analyze_tcp`, rule ``zeek``: a
+payload segment whose sequence number does not pass the highest seen, bro-tcp's rule) gives per 0.1 s and
+direction the payload and retransmitted bytes and the advancing ACKs. From them, as bro-tcp logs them:
 
 - retransmission score: retransmitted bytes / all payload bytes sent so far (retransmissions included),
   one entry per 0.1 s for each direction that carried a packet in that 0.1 s (``retransmission_scores.log``);
@@ -17,27 +17,21 @@ Published numbers come only from the entry TOMLs of this folder.
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchbook.analysis.tcp_report import analyze_tcp
-from benchbook.testbed.capabilities import NotRunnable
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run
+from benchbook.experiment.repetitions import RunContext, Statistic, run_repetitions
 from benchbook.testbed.dumbbell import BASE_PORT, Dumbbell, FlowSpec, LinkSpec
 from benchbook.tools import tcpdump
-from benchbook.tools.host import CommandLog
 
 BIN_MS = 100        # bro-tcp's score_log_trigger interval
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 def _capture_argv(iface: str, pcap: Path | str) -> list[str]:
@@ -48,62 +42,101 @@ def dry_run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str) -
     db = Dumbbell(link, [FlowSpec(cca)])
     lines = ["# one flow; tcpdump on the sender's interface while it runs (token 000000 stands for the run token)"]
     lines += db.dry_run(duration_s, BIN_MS / 1000)
-    lines.append(f"[s1] {' '.join(_capture_argv('bb-000000-s1e', 'raw/sender.pcap'))}   (started before the flow)")
-    lines.append(f"# then: benchbook tcp raw/sender.pcap -o tcp --bin-ms {BIN_MS} --rule zeek")
+    pcap = f"raw/{cca}/rep1/sender.pcap"
+    lines.append(f"[s1] {' '.join(_capture_argv('bb-000000-s1e', pcap))}   (started before the flow)")
+    lines.append(f"# then: benchbook tcp {pcap} -o raw/{cca}/rep1/tcp --bin-ms {BIN_MS} --rule zeek")
     path = Path(output_dir) / "dry-run.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progress: Any = print) -> dict[str, Any]:
-    """The flow with a sender-side capture (raw/sender.pcap), then the TCP analysis into tcp/ (the report
-    ``benchbook tcp`` writes). Returns what the verdict needs; metrics.json and capabilities.json keep the
-    emulation record and tcpdump's counters."""
-    out = Path(output_dir)
-    raw = out / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    pcap = raw / "sender.pcap"
-    progress(f"{cca}: one flow for {duration_s} s, tcpdump on the sender's interface")
+@contextmanager
+def _sender_capture(db: Dumbbell, ctx: RunContext) -> Iterator[None]:
+    """tcpdump on the sender's interface while the flow runs, into the run's sender.pcap; its counters go into
+    the run's metrics; a capture that lost packets or failed makes the run fail."""
+    assert db.tb is not None
+    pcap = ctx.directory / "sender.pcap"
+    cap = tcpdump.start_capture(db.tb.host("s1"), _capture_argv(db.ifname("s1e"), pcap), pcap)
     try:
-        with Dumbbell(link, [FlowSpec(cca)], log=CommandLog(raw)) as db:
-            host = db.tb.host("s1")
-            cap = tcpdump.start_capture(host, _capture_argv(db.ifname("s1e"), pcap), pcap)
-            try:
-                res = db.run_flows(duration_s, BIN_MS / 1000)
-                tcpdump.wait_until_written(pcap)
-            finally:
-                stats = cap.stop()
-            problem = cap.problem()
-    except NotRunnable as exc:
-        result = {"not_runnable": str(exc), "output_dir": str(out)}
-        _write_json(out / "metrics.json", result)
-        _write_json(out / "capabilities.json", [{"capability": "dumbbell", "status": "missing", "detail": str(exc)}])
-        return result
+        yield
+        tcpdump.wait_until_written(pcap)
+    finally:
+        stats = cap.stop()
+        ctx.metrics["tcpdump"] = {k: v for k, v in stats.items() if k != "argv"}
+    problem = cap.problem()
     if problem:
         raise RuntimeError(problem)
-    flow = res["flows"][0]
-    (raw / "iperf3.json").write_text(flow.raw_json)
-    summary, flows, messages = analyze_tcp([pcap], out / "tcp", bin_ms=BIN_MS, rule="zeek")
+
+
+def _bro_statistics(run: FlowsRun) -> list[Statistic]:
+    """The TCP analysis of the run's capture into its tcp/ (the report ``benchbook tcp`` writes), and bro-tcp's
+    measures of it as the run's statistics."""
+    d = run.directory
+    _summary, flows, messages = analyze_tcp([d / "sender.pcap"], d / "tcp", bin_ms=BIN_MS, rule="zeek")
     data = int(np.argmax(flows["orig_payload_bytes"] + flows["resp_payload_bytes"]))
-    result = {"cca": cca, "duration_s": duration_s, "token": (res["record"].get("topology") or {}).get("token"),
+    f = {k: (v[data].item() if hasattr(v[data], "item") else v[data]) for k, v in flows.items()}
+    run.ctx.metrics.update({"data_flow": data, "flow": f, "analysis_messages": messages})
+    data_dir = "orig" if f["orig_payload_bytes"] >= f["resp_payload_bytes"] else "resp"
+    ack_dir = "resp" if data_dir == "orig" else "orig"
+    series = bro_series(d, data)
+    shape = score_shape(series[data_dir])
+    ia = series[ack_dir]["ack_interarrival_ms"]
+    finite = np.isfinite(ia)
+    bins = int(np.sum(np.isfinite(series[data_dir]["cumulative_score"])))
+    return [Statistic("retransmissions_zeek", f[f"{data_dir}_retransmissions_zeek"], None, "segments",
+                      "payload segments of the data direction whose sequence number does not pass the highest seen "
+                      "(bro-tcp's rule) in the sender-side capture"),
+            Statistic("first_retransmission_s", shape["first_retransmission_s"], None, "s", "start of the first "
+                      f"{BIN_MS} ms bin with retransmitted bytes, from the flow's first bin"),
+            Statistic("peak_score", shape["peak_score"], bins, "", "largest cumulative retransmission score "
+                      f"(retransmitted / all payload bytes so far), logged per {BIN_MS} ms; n: bins logged"),
+            Statistic("end_score", shape["end_score"], bins, "", "the cumulative retransmission score in the last "
+                      "bin logged; n: bins logged"),
+            Statistic("ack_interarrival_median_ms", float(np.median(ia[finite])) if finite.any() else None,
+                      int(finite.sum()), "ms", f"median over {BIN_MS} ms bins of the data receiver's mean time "
+                      "between advancing ACKs; n: bins with one")]
+
+
+def run(cca: str, link: LinkSpec, duration_s: int, output_dir: Path | str, progress: Any = print,
+        repetitions: int = 1, seed: int | None = None) -> dict[str, Any]:
+    """The flow with a sender-side capture, through the repetition runner (:mod:`benchbook.experiment.
+    repetitions`; calling again on ``output_dir`` resumes): raw/<cca>/rep<k>/ holds sender.pcap, the iperf3
+    report, every command, the TCP analysis (tcp/, the report ``benchbook tcp`` writes) and the run's record
+    with bro-tcp's measures as statistics. Returns what the verdict needs of the first valid run; metrics.json
+    and capabilities.json keep the emulation record and tcpdump's counters."""
+    out = Path(output_dir)
+    arms = {cca: FlowsArm(link, (FlowSpec(cca),), duration_s, BIN_MS / 1000)}
+    res = run_repetitions(out, arms, repetitions, flows_run(during=_sender_capture, measures=_bro_statistics),
+                          seed=seed, progress=progress)
+    valid = res.runs(cca)
+    if not valid:
+        why = res.not_runnable().get(cca) or "no valid run"
+        result: dict[str, Any] = {"not_runnable": why, "output_dir": str(out)}
+        write_json_atomic(out / "metrics.json", result)
+        write_json_atomic(out / "capabilities.json", [*res.capabilities(), {"capability": "dumbbell",
+                                                                            "status": "missing", "detail": why}])
+        return result
+    rec = valid[0]
+    m = rec["metrics"]
+    result = {"cca": cca, "duration_s": duration_s, "token": m["token"], "dir": rec["dir"],
+              "repetitions": repetitions, "valid_runs": len(valid), "seed": res.summary["plan"]["seed"],
               "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets, "delay_ms": link.delay_ms},
-              "tcpdump": {k: v for k, v in stats.items() if k != "argv"}, "data_flow": data,
-              "flow": {k: (v[data].item() if hasattr(v[data], "item") else v[data]) for k, v in flows.items()},
-              "kernel_retransmits": flow.report.total_retransmits(), "receiver_bps": flow.receiver_bps,
-              "analysis_messages": messages, "output_dir": str(out)}
-    _write_json(out / "metrics.json", {**result, "link_emulation": res["record"]})
-    _write_json(out / "capabilities.json", res["record"].get("capabilities", []))
+              "tcpdump": m["tcpdump"], "data_flow": m["data_flow"], "flow": m["flow"],
+              "kernel_retransmits": m["flows"][0]["retransmits"], "receiver_bps": m["flows"][0]["receiver_bps"],
+              "analysis_messages": m["analysis_messages"], "output_dir": str(out)}
+    write_json_atomic(out / "metrics.json", {**result, "link_emulation": m["emulation"]})
+    write_json_atomic(out / "capabilities.json", res.capabilities())
     return result
 
 
-def bro_series(output_dir: Path | str, flow: int) -> dict[str, dict[str, np.ndarray]]:
-    """Per direction ("orig", "resp") of ``flow``: t_s (bin start from the flow's first bin), the cumulative
-    score (NaN in bins without a packet of that direction: bro-tcp logs nothing there), the score of the bin
-    alone, advancing ACKs and their mean inter-arrival (ms) per bin."""
+def bro_series(run_dir: Path | str, flow: int) -> dict[str, dict[str, np.ndarray]]:
+    """From the TCP report in ``run_dir``/tcp, per direction ("orig", "resp") of ``flow``: t_s (bin start from
+    the flow's first bin), the cumulative score (NaN in bins without a packet of that direction: bro-tcp logs
+    nothing there), the score of the bin alone, advancing ACKs and their mean inter-arrival (ms) per bin."""
     import pandas as pd
 
-    iv = pd.read_parquet(Path(output_dir) / "tcp" / "intervals.parquet")
+    iv = pd.read_parquet(Path(run_dir) / "tcp" / "intervals.parquet")
     iv = iv[iv["flow"] == flow]
     t0 = iv["start_time_ns"].min()
     out = {}
@@ -165,6 +198,7 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], series: dict[str, dic
     data_dir = "orig" if f["orig_payload_bytes"] >= f["resp_payload_bytes"] else "resp"
     ack_dir = "resp" if data_dir == "orig" else "orig"
     link = result["link"]
+    pcap = f"{result['dir']}/sender.pcap"
     setup = (f"one {result['cca']} flow, {result['duration_s']} s, {link['rate_bps'] / 1e6:g} Mbit/s, "
              f"+{link['delay_ms']:g} ms, FIFO {link['buffer_packets']} packets; sender-side capture")
     if figure == "fig3":
@@ -176,14 +210,14 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], series: dict[str, dic
                               + (f"{first:.1f} s" if first is not None else "none") + f" ({setup})")
         verdict.figure_only("Fig. 3: retransmission score over the connection, every 0.1 s",
                             note="figure produced on the local capture (method reproduced; the paper's trace is "
-                                 "not published)", runs="raw/sender.pcap")
+                                 "not published)", runs=pcap)
         for key, label in (("peak_score", "peak"), ("end_score", "end of the connection")):
-            verdict.add(f"retransmission score (cumulative) at its {label}", None, shape[key], "", "raw/sender.pcap",
+            verdict.add(f"retransmission score (cumulative) at its {label}", None, shape[key], "", pcap,
                         "info", "the text: 'the retransmission score decreased again as more data was transmitted' "
                                 "after the spike" if key == "end_score" else setup)
         kernel, capture = result["kernel_retransmits"], f[f"{data_dir}_retransmissions_zeek"]
         verdict.add("retransmitted segments in the capture (zeek rule)", None, capture, "segments",
-                    "raw/sender.pcap, raw/iperf3.json", "info",
+                    f"{pcap}, {result['dir']}/iperf3-flow1.json", "info",
                     f"the sender kernel's counter (tcpi_total_retrans, iperf3 -J) says {kernel}, an oracle for the "
                     f"rule on a sender-side capture; equal within 1: {'yes' if abs(capture - kernel) <= 1 else 'no'}")
         return
@@ -194,14 +228,14 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], series: dict[str, dic
                           f"(flow lasted {tail_s:.1f} s)")
     verdict.figure_only("Fig. 2: ACK inter-arrival over the connection, per direction",
                         note="figure produced on the local capture (mean per 0.1 s of the advancing ACKs' "
-                             "inter-arrival; bro-tcp logs each)", runs="raw/sender.pcap")
+                             "inter-arrival; bro-tcp logs each)", runs=pcap)
     for d, role in ((ack_dir, "data receiver"), (data_dir, "data sender")):
         acks = int(np.sum(series[d]["advancing_acks"]))
-        verdict.add(f"advancing ACKs sent by the {role} ({d})", None, acks, "", "raw/sender.pcap", "info",
+        verdict.add(f"advancing ACKs sent by the {role} ({d})", None, acks, "", pcap, "info",
                     "the text: the sender of the data acknowledged only the handshakes and the teardown" if
                     role == "data sender" else setup)
     ia = series[ack_dir]["ack_interarrival_ms"]
     verdict.add("median ACK inter-arrival of the data receiver (ms, of the 0.1 s means)", None,
-                float(np.nanmedian(ia)) if np.isfinite(ia).any() else None, "ms", "raw/sender.pcap", "info",
+                float(np.nanmedian(ia)) if np.isfinite(ia).any() else None, "ms", pcap, "info",
                 "at the bottleneck rate one MSS segment takes "
                 f"{1514 * 8 / link['rate_bps'] * 1000:.3f} ms; delayed ACKs cover two")

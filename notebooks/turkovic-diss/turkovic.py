@@ -2,7 +2,7 @@
 rows.
 
 Imported by cca-competition.ipynb beside it. Published numbers come only from the entry TOMLs of this
-folder; the measurement is benchbook's generic :mod:`benchbook.testbed.cca_pairs` over the dumbbell.
+folder; the measurement is benchbook's generic :mod:`benchbook.experiment.cca_pairs` over the dumbbell.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchbook.analysis.fairness import rtt_fairness
-from benchbook.testbed import cca_pairs
+from benchbook.experiment import cca_pairs
 
 LABEL = {"cubic": "Cubic", "bbr": "BBR", "vegas": "Vegas", "reno": "Reno"}
 

@@ -1,41 +1,36 @@
 """Zunker (master thesis, TU Berlin 2024), Fig. 6.5: a latency-critical UDP flow under TCP background traffic,
 with and without per-class isolation at the bottleneck.
 
-Imported by latency-under-load.ipynb beside it. Per arm one local dumbbell (:mod:`benchbook.testbed.dumbbell`)
-carries a 100 packet/s UDP probe (``udp_probe.py`` beside this module: one-way latency, sender and receiver
-namespaces share the host's monotonic clock) and one saturating iperf3 TCP flow from the same sender to the
-same receiver. Arm "fifo": htb at the link rate over one pfifo (the thesis' data plane without shaper).
-Arm "isolated": htb with two classes, the probe's UDP port in a class of its own with a guaranteed rate and
-priority, a pfifo per class; it stands in for the thesis' CAKE, which this kernel lacks (as fq_codel).
+Imported by latency-under-load.ipynb beside it. Per arm and run one local dumbbell
+(:mod:`benchbook.experiment.dumbbell_runs`, repeated by :mod:`benchbook.experiment.repetitions`) carries a 100
+packet/s UDP probe (:mod:`benchbook.tools.udp_probe`: one-way latency, sender and receiver namespaces share the
+host's monotonic clock) and one saturating iperf3 TCP flow from the same sender to the same receiver. Arm "fifo":
+htb at the link rate over one pfifo (the thesis' data plane without shaper). Arm "isolated": htb with two classes,
+the probe's UDP port in a class of its own with a guaranteed rate and priority, a pfifo per class; it stands in for
+the thesis' CAKE, which this kernel lacks (as fq_codel).
 
 Published numbers come only from the entry TOML of this folder.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchbook.testbed.capabilities import NotRunnable, probe_qdisc
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.dumbbell_runs import During, FlowsArm, FlowsRun, flows_run
+from benchbook.experiment.repetitions import RunContext, Statistic, run_repetitions
+from benchbook.testbed.capabilities import probe_qdisc
 from benchbook.testbed.dumbbell import RCV_ADDR, Dumbbell, FlowSpec, LinkSpec
-from benchbook.tools.host import CommandLog
+from benchbook.tools import udp_probe
 
-PROBE = Path(__file__).resolve().parent / "udp_probe.py"
 PROBE_PORT = 7000
 LEAD_S = 1.0          # the probe runs alone this long before the TCP flow starts
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps: float) -> LinkSpec:
@@ -47,81 +42,109 @@ def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps:
 
 
 def _probe_argv(duration_s: float, rate_pps: float, size_bytes: int, out: Path) -> tuple[list[str], list[str]]:
-    send = [sys.executable, str(PROBE), "send", RCV_ADDR, str(PROBE_PORT), f"{rate_pps:g}", f"{duration_s:g}",
-            str(size_bytes)]
-    recv = [sys.executable, str(PROBE), "recv", str(PROBE_PORT), f"{duration_s + 3:g}", str(out)]
-    return send, recv
+    return (udp_probe.send_argv(RCV_ADDR, PROBE_PORT, rate_pps, duration_s, size_bytes),
+            udp_probe.recv_argv(PROBE_PORT, duration_s + 3, out))
 
 
 def dry_run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: float, size_bytes: int,
             output_dir: Path | str) -> Path:
     lines = []
     for arm in arms:
-        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, Path(f"raw/{arm}/probe.txt"))
+        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, Path(f"raw/{arm}/rep1/probe.txt"))
         lines.append(f"# arm {arm} (token 000000 stands for the run token)")
         lines += Dumbbell(links[arm], [FlowSpec("cubic")]).dry_run(duration_s, 1.0)
-        lines += [f"[rcv] {' '.join(recv)}   (started first)", f"[s1] {' '.join(send)}   (the TCP flow starts "
-                                                                   f"{LEAD_S:g} s later)"]
+        lines += [f"[rcv] {' '.join(recv)}   (started first)",
+                  f"[s1] {' '.join(send)}   (the TCP flow starts {LEAD_S:g} s after its packet 0 is due)"]
     path = Path(output_dir) / "dry-run.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
+def _probe_beside(duration_s: int, rate_pps: float, size_bytes: int) -> During:
+    """The probe runs from ``LEAD_S`` before the TCP flow (counted from the time the sender's packet 0 was due)
+    to a second after it (run's probe.txt); when it started and when the TCP flow started go into the run's
+    metrics."""
+
+    @contextmanager
+    def during(db: Dumbbell, ctx: RunContext) -> Iterator[None]:
+        assert db.tb is not None
+        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, ctx.directory / "probe.txt")
+        receiver = udp_probe.start_receiver(db.tb.host("rcv"), recv)
+        sender, start_ns = udp_probe.start_sender(db.tb.host("s1"), send)
+        ctx.metrics["probe_start_ns"] = start_ns
+        time.sleep(max(0.0, (start_ns + LEAD_S * 1e9 - time.monotonic_ns()) / 1e9))
+        ctx.metrics["tcp_start_ns"] = time.monotonic_ns()
+        ctx.metrics["sent"] = int(rate_pps * (LEAD_S + duration_s + 1))
+        yield
+        sender.wait(timeout_s=LEAD_S + duration_s + 30)
+        receiver.wait(timeout_s=LEAD_S + duration_s + 30)
+
+    return during
+
+
+def _probe_statistics(duration_s: int, bound_ms: float | None) -> Callable[[FlowsRun], list[Statistic]]:
+    def measures(run: FlowsRun) -> list[Statistic]:
+        info = {"dir": ".", **run.ctx.metrics}
+        st = under_load(probe_latencies(run.directory, info), info, duration_s, bound_ms or float("inf"))
+        window = f"probes sent while the TCP flow ran, its first second left out ({st['expected']} expected)"
+        out = [Statistic("probe_p50_ms", st["p50_ms"], st["received"], "ms", "median one-way latency (numpy "
+                         f"linear interpolation) of the {window}; n: received"),
+               Statistic("probe_p99_ms", st["p99_ms"], st["received"], "ms", "99th percentile one-way latency "
+                         f"(numpy linear interpolation) of the {window}; n: received"),
+               Statistic("probe_lost", st["lost"], st["expected"], "packets", f"{window}: not received"),
+               Statistic("probe_alone_p50_ms", st["alone_p50_ms"], None, "ms", "median one-way latency of the "
+                         f"probes sent in the {LEAD_S:g} s before the TCP flow")]
+        if bound_ms is not None:
+            out.append(Statistic("probe_share_within_bound", st["share_within_bound"], st["expected"], "",
+                                 f"share of the {window} received within {bound_ms:g} ms (lost ones count as late)"))
+        return out
+
+    return measures
+
+
 def run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: float, size_bytes: int,
-        output_dir: Path | str, progress: Any = print) -> dict[str, Any]:
-    """Each arm once: raw/<arm>/probe.txt ("seq send_ns recv_ns" per received probe), iperf3.json, qdisc.json,
-    commands; metrics.json and capabilities.json (CAKE and fq_codel probed and recorded)."""
+        output_dir: Path | str, progress: Any = print, repetitions: int = 1, seed: int | None = None,
+        bound_ms: float | None = None) -> dict[str, Any]:
+    """Each arm ``repetitions`` times, a fresh dumbbell each, in the runner's seeded order (:mod:`benchbook.
+    experiment.repetitions`; calling again on ``output_dir`` resumes): raw/<arm>/rep<k>/probe.txt ("seq send_ns
+    recv_ns" per received probe), the iperf3 report, commands and the run's record with the probe's statistics
+    (with ``bound_ms``: also the share within it); metrics.json and capabilities.json (CAKE and fq_codel probed
+    and recorded). ``arms``: per arm its first valid run."""
     out = Path(output_dir)
-    result: dict[str, Any] = {"arms": {}, "not_runnable": {}, "duration_s": duration_s, "rate_pps": rate_pps,
-                              "size_bytes": size_bytes, "lead_s": LEAD_S, "output_dir": str(out)}
+    flows = {arm: FlowsArm(links[arm], (FlowSpec("cubic"),), duration_s, 1.0) for arm in arms}
+    res = run_repetitions(out, flows, repetitions,
+                          flows_run(during=_probe_beside(duration_s, rate_pps, size_bytes),
+                                    measures=_probe_statistics(duration_s, bound_ms)),
+                          seed=seed, progress=progress)
+    result: dict[str, Any] = {"arms": {}, "not_runnable": res.not_runnable(), "duration_s": duration_s,
+                              "rate_pps": rate_pps, "size_bytes": size_bytes, "lead_s": LEAD_S,
+                              "repetitions": repetitions, "seed": res.summary["plan"]["seed"], "output_dir": str(out)}
     record: dict[str, Any] = {}
-    for arm in arms:
-        d = out / "raw" / arm
-        d.mkdir(parents=True, exist_ok=True)
-        probe_file = d / "probe.txt"
-        send, recv = _probe_argv(LEAD_S + duration_s + 1, rate_pps, size_bytes, probe_file)
-        progress(f"{arm}: probe at {rate_pps:g} packets/s, TCP from {LEAD_S:g} s for {duration_s} s")
-        try:
-            with Dumbbell(links[arm], [FlowSpec("cubic")], log=CommandLog(d)) as db:
-                receiver = db.tb.host("rcv").start(recv, what="udp probe receiver")
-                time.sleep(0.5)
-                sender = db.tb.host("s1").start(send, what="udp probe sender")
-                t_send_start = time.monotonic_ns()
-                time.sleep(LEAD_S)
-                t_tcp_ns = time.monotonic_ns()
-                res = db.run_flows(duration_s, 1.0)
-                sender.wait(timeout_s=LEAD_S + duration_s + 30)
-                receiver.wait(timeout_s=LEAD_S + duration_s + 30)
-        except NotRunnable as exc:
-            result["not_runnable"][arm] = str(exc)
-            progress(f"{arm}: not runnable: {exc}")
-            continue
-        record = res["record"]
-        flow = res["flows"][0]
-        (d / "iperf3.json").write_text(flow.raw_json)
-        _write_json(d / "qdisc.json", res["qdisc"])
-        result["arms"][arm] = {"dir": str(d.relative_to(out)), "token": (record.get("topology") or {}).get("token"),
-                               "tcp_start_ns": t_tcp_ns, "probe_start_ns": t_send_start,
-                               "sent": int(rate_pps * (LEAD_S + duration_s + 1)),
-                               "tcp_receiver_bps": flow.receiver_bps, "qdisc": res["qdisc"],
-                               "link": {"rate_bps": links[arm].rate_bps, "buffer_packets": links[arm].buffer_packets,
-                                        "isolate_udp_dport": links[arm].isolate_udp_dport,
-                                        "isolated_rate_bps": links[arm].isolated_rate_bps}}
+    for rec in res.runs():
+        m = rec["metrics"]
+        record = m["emulation"]
+        if rec["arm"] not in result["arms"]:
+            link = links[rec["arm"]]
+            result["arms"][rec["arm"]] = {
+                "dir": rec["dir"], "token": m["token"], "tcp_start_ns": m["tcp_start_ns"],
+                "probe_start_ns": m["probe_start_ns"], "sent": m["sent"],
+                "tcp_receiver_bps": m["flows"][0]["receiver_bps"], "qdisc": m["qdisc"],
+                "valid_runs": len(res.runs(rec["arm"])),
+                "link": {"rate_bps": link.rate_bps, "buffer_packets": link.buffer_packets,
+                         "isolate_udp_dport": link.isolate_udp_dport, "isolated_rate_bps": link.isolated_rate_bps}}
     result["shaper_capabilities"] = [probe_qdisc(k).as_dict() for k in ("cake", "fq_codel")]
     missing = [{"capability": f"arm {a}", "status": "missing", "detail": why}
                for a, why in result["not_runnable"].items()]
-    _write_json(out / "metrics.json", {**result, "link_emulation": record})
-    _write_json(out / "capabilities.json", [*record.get("capabilities", []), *result["shaper_capabilities"], *missing])
+    write_json_atomic(out / "metrics.json", {**result, "link_emulation": record})
+    write_json_atomic(out / "capabilities.json", [*res.capabilities(), *result["shaper_capabilities"], *missing])
     return result
 
 
 def probe_latencies(output_dir: Path | str, arm_info: dict[str, Any]) -> dict[str, np.ndarray]:
     """t_s (send time from the TCP flow's start), one-way latency_ms, seq of every received probe."""
-    path = Path(output_dir) / arm_info["dir"] / "probe.txt"
-    rows = np.loadtxt(path, dtype=np.int64, ndmin=2) if path.stat().st_size else np.zeros((0, 3), np.int64)
-    return {"seq": rows[:, 0], "t_s": (rows[:, 1] - arm_info["tcp_start_ns"]) / 1e9,
-            "latency_ms": (rows[:, 2] - rows[:, 1]) / 1e6}
+    log = udp_probe.read_log(Path(output_dir) / arm_info["dir"] / "probe.txt")
+    return {"seq": log.seq, "t_s": (log.send_ns - arm_info["tcp_start_ns"]) / 1e9, "latency_ms": log.latency_ns / 1e6}
 
 
 def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: int, bound_ms: float) -> dict[str, Any]:

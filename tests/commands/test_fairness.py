@@ -44,10 +44,19 @@ def test_flent_file_hand_computed(tmp_path: Path) -> None:
     assert out["intervals"][0]["bps"] == [2e6, 2e6]
 
 
-def test_older_flent_format_is_refused(tmp_path: Path) -> None:
-    r = runner.invoke(app, ["fairness", str(_flent(tmp_path / "old.flent.gz", version=3))])
-    assert r.exit_code == 1
-    assert "old.flent.gz: Flent data-format version 3" in r.output and "version 4 only" in r.output
+def test_older_flent_format_is_read_and_left_out_series_named(tmp_path: Path) -> None:
+    """Data-format version 3 (Flent 0.13-1.1) reads as version 4 does (issue 22: it was refused); every series
+    not counted as a flow is named with the reason, in JSON and in the text."""
+    v4 = json.loads(runner.invoke(app, ["fairness", "--json", str(_flent(tmp_path / "new.flent.gz"))]).output)
+    r = runner.invoke(app, ["fairness", "--json", str(_flent(tmp_path / "old.flent.gz", version=3))])
+    assert r.exit_code == 0, r.output
+    v3 = json.loads(r.output)
+    assert v3["jain_of_means"] == v4["jain_of_means"] and v3["flows"] == v4["flows"]
+    assert {x["flow"]: x["reason"].split(" ")[0] for x in v3["left_out"]} == {
+        "TCP upload sum": "a", "Ping (ms) ICMP": "unit", "TCP upload::1::tcp_cwnd": "a"}
+    text = runner.invoke(app, ["fairness", str(tmp_path / "old.flent.gz")]).output
+    assert "left out (3, not counted as competing flows):" in text
+    assert "  TCP upload sum: a Flent aggregate of other series (sum, avg, fairness), not a flow" in text
 
 
 def test_iperf3_report_table_and_json() -> None:
@@ -90,6 +99,11 @@ def test_intervals_parquet_bulk_flows_both_directions(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"bin_ms": 100}))
     out = json.loads(runner.invoke(app, ["fairness", "--json", str(tmp_path / "intervals.parquet")]).output)
     assert [f["flow"] for f in out["flows"]] == ["flow 0", "flow 1"]     # flow 2 carries < 1 %: not a competitor
+    share = 100 * 20 / (3e6 + 1e6 + 2e6 + 2e6 + 20)
+    assert out["left_out"] == [{"flow": "flow 2", "reason": f"{share:.3g} % of all goodput_bps (summed over "
+                                "intervals), below the 1 % bulk share"}]
+    text = runner.invoke(app, ["fairness", str(tmp_path / "intervals.parquet")]).output
+    assert text.splitlines()[0].startswith("2 flows") and f"  flow 2: {share:.3g} % of all goodput_bps" in text
     assert out["intervals"][0]["bps"] == [3e6, 1e6]
     assert out["jain_mean_of_intervals"] == pytest.approx((16 / 20 + 1.0) / 2, abs=1e-12)
     assert out["jain_of_means"] == pytest.approx(16 / 17, abs=1e-12)   # means 2.5 and 1.5 Mbit/s

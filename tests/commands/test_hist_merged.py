@@ -96,7 +96,12 @@ def test_merged_histogram_holds_every_value_in_one_interval(tmp_path, logs):
     assert doc["min_ns"] == every.hdr_min() and 5000 <= doc["min_ns"] < 5000 * 1.001  # 3 significant digits
     assert doc["max_ns"] == every.hdr_max() and 250_000 <= doc["max_ns"] < 250_000 * 1.001
     pct = every.percentiles([float(p) for p in doc["percentiles_ns"]])
-    assert doc["percentiles_ns"] == {p: int(pct[float(p)]) for p in doc["percentiles_ns"]}
+    # 1701 latencies resolve p50 .. p99 (p99 needs 368); p99.9 needs 3,688: null, with the reason
+    assert doc["percentiles_ns"] == {p: int(pct[float(p)]) if p in ("50", "90", "99") else None
+                                     for p in doc["percentiles_ns"]}
+    assert doc["unresolved_percentiles"]["99.9"] == ("not resolvable at N = 1701: p99.9 needs N >= 3688 for a "
+                                                     "95 % interval")
+    assert set(doc["unresolved_percentiles"]) == {"99.9", "99.99", "99.999"}
 
     log = read_hlog(tmp_path / "m" / "merged.hlog")
     assert log.start_time == 1_700_000_000.0

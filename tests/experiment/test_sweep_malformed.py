@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.experiment.record import write_json_atomic
+from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.sweep import SweepError, check_experiment_name, parse_grid
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]

@@ -29,7 +29,7 @@ with atheris.instrument_imports(include=["benchbook"], exclude=NUMBA_MODULES):
     from benchbook.capture import open_capture
     from benchbook.errors import BenchbookError
     from benchbook.tools.moongen_histogram import read_moongen_histogram
-    from benchbook.tools.perf import parse_perf_output
+    from benchbook.tools.perf_reports import parse_perf_output
 
 SCRATCH = tempfile.mkdtemp(prefix="benchbook-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
 

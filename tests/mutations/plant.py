@@ -79,6 +79,68 @@ MUTATIONS = (
         ("tests/analysis/test_latency.py",),
     ),
     Mutation(
+        "order-statistic-coverage-off-by-one",
+        "the coverage of [X(j), X(k)] summed from K = j - 1 (P(j-1 <= K <= k-1)): every interval one rank too "
+        "narrow, r = 5 gets a 'median interval' at 95 %",
+        (("cov = cdf[k] - cdf[j]  # P(j <= K <= k - 1)", "cov = cdf[k] - cdf[j - 1]  # P(j <= K <= k - 1)"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "tost-on-the-95-interval",
+        "equivalence decided by the 95 % interval instead of the 90 % one (TOST at 2.5 % per side)",
+        (("    if low < ci90[0] and ci90[1] < high:", "    if low < ci95[0] and ci95[1] < high:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "different-on-the-90-interval",
+        "'different' decided by the 90 % interval instead of the 95 % one",
+        (("    if ci95[0] > high or ci95[1] < low:", "    if ci90[0] > high or ci90[1] < low:"),),
+        ("tests/analysis/test_equivalence.py",),
+    ),
+    Mutation(
+        "resolvability-bound-inverted",
+        "a percentile counted resolvable when N is at most (not at least) ln(alpha/2)/ln(p)",
+        (("return self.needed is not None and self.samples >= self.needed",
+          "return self.needed is not None and self.samples <= self.needed"),),
+        ("tests/analysis/test_resolvability.py",),
+    ),
+    Mutation(
+        "bootstrap-run-minimum-dropped",
+        "the bootstrap over runs computed from 2 runs per arm (3 runs look decisive)",
+        (("    if min(x.size, y.size) < min_runs:", "    if min(x.size, y.size) < 2:"),),
+        ("tests/analysis/test_bootstrap.py::test_refused_below_the_minimum_runs",
+         "tests/analysis/test_equivalence.py::test_three_runs_inconclusive_with_runs_needed"),
+    ),
+    Mutation(
+        "t-interval-without-normality-check",
+        "a t-interval whatever Shapiro-Wilk says",
+        (("    if not check.ok:", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "t-interval-outside-the-range",
+        "a t-interval kept when it leaves the statistic's range (a negative rate bound)",
+        (("    if not value_range.holds(lo, hi):", "    if False:"),),
+        ("tests/analysis/test_intervals.py",),
+        hint="intervals.py",
+    ),
+    Mutation(
+        "hist-prints-unresolvable-percentiles",
+        "benchbook hist prints every ladder row, also percentiles the sample count cannot resolve",
+        (("if not all_percentiles and 0.0 < level < 100.0 and not resolvable(level, total):",
+          "if False and not resolvable(level, total):"),),
+        ("tests/commands/test_hist.py::test_default_ladder_leaves_out_what_the_count_cannot_resolve",),
+    ),
+    Mutation(
+        "summaries-print-unresolvable-percentiles",
+        "latency/hist/merged summaries keep a number for a percentile the packet count cannot resolve",
+        (("        if v is None or r.ok:", "        if True:"),),
+        ("tests/commands/test_latency.py::test_exact_percentiles_beyond_the_in_memory_limit",),
+        hint="resolvability.py",
+    ),
+    Mutation(
         "deletion-without-tombstone",
         "a packet leaving the match table always empties its slot (never a tombstone): keys further along its "
         "probe run become unreachable and their post copies go unmatched",
@@ -128,6 +190,98 @@ MUTATIONS = (
         "publishing accepts a run whose output changed after it was recorded (the digest compared with itself)",
         (('        if digest != entry["sha256"]:', '        if digest != digest:'),),
         ("tests/publish/test_verify.py",),
+    ),
+    Mutation(
+        "teardown-skipped-after-failure",
+        "a plan's teardown steps run only when every step succeeded: a failed measurement leaves its namespaces, "
+        "cgroups and host settings behind",
+        (("                if not s.teardown:\n                    continue",
+          "                if not s.teardown or self.execution.error is not None:\n                    continue"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "always-steps-skipped-after-failure",
+        "after a failed step the collection steps are skipped too: the captures are never stopped, the raw data "
+        "measured before the fault are not collected",
+        (("            if s.teardown or (ex.error is not None and not s.always):",
+          "            if s.teardown or ex.error is not None:"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "runtime-value-not-substituted",
+        "a step runs with its placeholder (DUT_PID) instead of the value the producing step set",
+        (("        argv = [substitute(a, ex.values) for a in s.argv]", "        argv = list(s.argv)"),),
+        ("tests/testbed/test_plan.py",),
+        hint="plan.py",
+    ),
+    Mutation(
+        "repetition-order-one-permutation",
+        "the runner draws one permutation of the arms and repeats it every round: arms keep fixed slots instead "
+        "of a fresh seeded block per round",
+        (("    for rnd in range(1, repetitions + 1):\n        for i in rng.permutation(len(arms)):",
+          "    perm = rng.permutation(len(arms))\n    for rnd in range(1, repetitions + 1):\n        for i in perm:"),),
+        ("tests/experiment/test_repetitions.py::test_order_is_the_seeded_interleaving_and_each_run_has_its_own_record",),
+    ),
+    Mutation(
+        "repetition-finished-run-redone",
+        "resuming redoes complete runs as well (only not-runnable ones count as finished)",
+        (('FINISHED = ("complete", "not runnable")', 'FINISHED = ("not runnable",)'),),
+        ("tests/experiment/test_repetitions.py::test_ctrl_c_inside_a_run_resumes_without_running_a_finished_run_twice",),
+    ),
+    Mutation(
+        "repetition-rule-ignored",
+        "a run a validity rule flags still counts as valid",
+        (('rec["valid"] = rec["status"] == "complete" and not rec["invalid_by"]',
+          'rec["valid"] = rec["status"] == "complete"'),),
+        ("tests/experiment/test_repetitions.py::test_invalid_runs_are_excluded_by_a_recorded_rule_never_silently",),
+    ),
+    Mutation(
+        "repetition-plan-change-accepted",
+        "a different plan in the same output directory is run on top of the old runs instead of refused",
+        (("if old is not None and (diff := _differences(old, plan)):",
+          "if False and old is not None and (diff := _differences(old, plan)):"),),
+        ("tests/experiment/test_repetitions.py::test_a_changed_plan_is_refused_and_the_same_plan_runs_nothing",),
+    ),
+    Mutation(
+        "perf-one-decimal-mark-per-file",
+        "the decimal mark of a perf stat file's first report is used for every report (issue 22: French "
+        "reports after a C one read 3,479464367 s as 3479464367 s)",
+        (("                out.reports.append(_human_report(seg, source, number, decimal))",
+          "                out.reports.append(_human_report(seg, source, number, decimal or (\n"
+          "                    out.reports[0].decimal if out.reports else None)))"),),
+        ("tests/tools/test_perf_reports.py::test_seven_reports_each_with_its_own_locale_and_footer",),
+    ),
+    Mutation(
+        "perf-grouping-anywhere",
+        "a mark that is not the decimal mark is dropped wherever it stands ('0,46' read as 46 with decimal '.')",
+        (("        ok = (grouped and sep in _GROUPING and len(groups[-1]) == 3",
+          "        ok = (grouped and sep in _GROUPING and len(groups[-1]) >= 1"),),
+        ("tests/tools/test_perf_reports.py::test_grouping_only_between_digit_groups",),
+    ),
+    Mutation(
+        "flent-old-versions-not-upgraded",
+        "Flent files of data-format versions 1-3 are read without Flent's upgrade (raw values stay in "
+        "transactions/s and seconds, version-1 raw values are missing)",
+        (("        if version < FLENT_FORMAT_VERSION:\n            notes = _upgrade(doc, version)",
+          "        if False:\n            notes = _upgrade(doc, version)"),),
+        ("tests/analysis/test_flent_data.py::test_version_1_upgrade",
+         "tests/analysis/test_flent_data.py::test_files_written_here_load_as_flent_loads_them"),
+    ),
+    Mutation(
+        "fairness-left-out-unnamed",
+        "a flow below the bulk share is dropped from the fairness index without being named",
+        (("    s.left_out = left_out\n    return s", "    return s"),),
+        ("tests/commands/test_fairness.py::test_intervals_parquet_bulk_flows_both_directions",),
+    ),
+    Mutation(
+        "hist-empty-selection-malformed",
+        "a log whose default selection picks no interval is reported as malformed (exit 1) instead of the "
+        "empty distribution HistogramLogProcessor prints",
+        (("                    out.notes.append(f\"{p}: no interval histogram selected of",
+          "                    raise HistInputError(f\"{p}: no interval histogram selected of"),),
+        ("tests/commands/test_hist_corpus.py::test_nothing_selected_prints_the_empty_distribution_and_says_why",),
     ),
 )
 

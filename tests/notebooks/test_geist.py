@@ -105,8 +105,14 @@ def test_fig1_short_reproduction_measures_the_sawtooth_and_leaves_nothing(tmp_pa
     slow_start = rows["Fig. 1 (Reno): end of slow start"]
     assert slow_start["status"] == "not derivable" and "measured here" in slow_start["note"]
     assert "cwnd-reno" in verdict["figures"] and (run / "cwnd-reno.html").is_file()
-    samples = (run / "raw" / "reno" / "ss-samples.jsonl").read_text().splitlines()
+    samples = (run / "raw" / "reno" / "rep1" / "ss-flow1.jsonl").read_text().splitlines()
     assert len(samples) > 50 and all("cwnd" in json.loads(s) for s in samples[:20])
+    record = json.loads((run / "raw" / "reno" / "rep1" / "repetition.json").read_text())
+    assert record["status"] == "complete" and record["valid"] and record["position"] == 1
+    stats = {s["name"]: s for s in record["statistics"]}
+    assert stats["reduction_median"]["value"] == pytest.approx(halved["computed"])
+    assert stats["reduction_median"]["n"] >= 1 and stats["reduction_median"]["definition"]
     metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["runs"]["reno"]["dir"] == "raw/reno/rep1" and isinstance(metrics["seed"], int)
     token = metrics["runs"]["reno"]["token"]
     assert token and leftovers({token}) == leftovers(set())

@@ -23,6 +23,8 @@ def test_gate_schedule_alternates_closed_and_open_through_the_window() -> None:
     assert rates[1:-1:2] == [kato.GATE_CLOSED_BPS] * 24 and set(rates[2::2]) == {100_000_000}
     assert sch.steps[1].t_s == 6.0 and sch.steps[2].t_s == 6.11 and sch.steps[3].t_s == 6.43
     assert sch.rate_at(15.99, 1) in (kato.GATE_CLOSED_BPS, 100_000_000) and sch.rate_at(16.5, 1) == 100_000_000
+    assert kato.gate_window(sch) == (6.0, 10.0)
+    assert kato.gate_window(kato.gate_schedule(50_000_000, 2.0, 3.0, 100, 400)) == (2.0, 3.0)
 
 
 def test_realised_periods_and_the_degraded_share() -> None:

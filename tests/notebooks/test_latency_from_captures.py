@@ -19,8 +19,13 @@ def test_demo_notebook_matches_generator_truth(tmp_path):
     )
     assert run.status == "complete", run.error
     verdict = json.loads((run.run_dir / "verdict.json").read_text())
-    statuses = [r["status"] for r in verdict["rows"]]
-    assert statuses and set(statuses) == {"match"}, verdict["rows"]
+    statuses = {r["name"]: r["status"] for r in verdict["rows"]}
+    # 20,000 packets resolve up to p99.9 (3,688 needed); p99.99 and p99.999 are not printed, so not judged
+    unresolved = {"p99.99 latency", "p99.999 latency"}
+    assert statuses and {s for n, s in statuses.items() if n not in unresolved} == {"match"}, verdict["rows"]
+    for r in verdict["rows"]:
+        if r["name"] in unresolved:
+            assert r["status"] == "info" and r["computed"] is None and "not resolvable at N = " in r["note"], r
     assert {"hdr-exact", "worst-n", "histogram", "ccdf"} <= set(verdict["figures"])
     for name in ("latencies.parquet", "latency.hlog", "summary.json", "hdr.html"):
         assert (run.run_dir / name).is_file(), name

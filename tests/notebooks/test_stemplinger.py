@@ -65,5 +65,12 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     score = "retransmission score (cumulative) at its "
     peak, end = rows[score + "peak"]["computed"], rows[score + "end of the connection"]["computed"]
     assert 0 < end <= peak < 1
-    assert (run / "tcp" / "intervals.parquet").is_file() and (run / "fig3-score.html").is_file()
+    rep1 = run / "raw" / "cubic" / "rep1"
+    assert (rep1 / "tcp" / "intervals.parquet").is_file() and (run / "fig3-score.html").is_file()
+    record = json.loads((rep1 / "repetition.json").read_text())
+    assert record["status"] == "complete" and record["valid"] and record["metrics"]["token"] == metrics["token"]
+    stats = {s["name"]: s for s in record["statistics"]}
+    assert stats["retransmissions_zeek"]["value"] == capture["computed"]
+    assert stats["flow1.retransmits"]["value"] == metrics["kernel_retransmits"]
+    assert stats["end_score"]["value"] == pytest.approx(end) and stats["end_score"]["n"] > 10
     assert leftovers({metrics["token"]}) == leftovers(set())

@@ -75,3 +75,12 @@ def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_p
     assert set(kinds) == {"qdisc:cake", "qdisc:fq_codel"}
     tokens = {a["token"] for a in metrics["arms"].values()}
     assert len(tokens) == 2 and None not in tokens and leftovers(tokens) == leftovers(set())
+    summary = json.loads((run / "repetitions.json").read_text())
+    assert sorted(o["arm"] for o in summary["order"]) == ["fifo", "isolated"] and isinstance(
+        summary["plan"]["seed"], int)
+    for arm, share in (("fifo", fifo), ("isolated", isolated)):
+        record = json.loads((run / "raw" / arm / "rep1" / "repetition.json").read_text())
+        stats = {s["name"]: s for s in record["statistics"]}
+        assert stats["probe_share_within_bound"]["value"] == pytest.approx(share)
+        assert stats["probe_share_within_bound"]["n"] == stats["probe_lost"]["n"] >= 50
+        assert (run / "raw" / arm / "rep1" / "probe.txt").stat().st_size > 0

@@ -65,7 +65,7 @@ def test_run_page_has_verdict_provenance_downloads_history(site):
                    "-p n_packets=8000", "guix time-machine -C channels.scm -- shell -m manifest.scm",
                    "pip install --require-hashes --no-deps -r manifests/requirements.lock",
                    "Guix channel commit", "verified", "latency.hlog", "latencies.parquet", "verdict.json",
-                   ".crate.zip", "15/15 values match"):
+                   ".crate.zip", "13/13 values match"):  # 8000 packets: p99.99 and p99.999 not resolvable
         assert needle in html, f"run page lacks {needle!r}"
     for other in demo:
         assert other["run_id"] in html, "history lacks an earlier run of the same figure"

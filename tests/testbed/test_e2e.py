@@ -29,7 +29,7 @@ def _empty_leftovers() -> dict:
 @pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
-    from benchbook.experiment import latency_point as cl
+    from benchbook.experiment import cgroup_latency as cl
     from benchbook.tools import cgroups as cg
 
     if mode == "v1" and cg.v1_hierarchy("cpuset") is None:
@@ -107,7 +107,7 @@ def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
 
 _CHILD = """
 import sys
-from benchbook.experiment import latency_point as cl
+from benchbook.experiment import cgroup_latency as cl
 p = cl.ExperimentParams(rates_pps=[2000], duration_s=30, repetitions=1, cgroup_modes=["v1"], perf_repeats=1)
 cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 """
@@ -141,7 +141,7 @@ def test_sigint_mid_measurement_restores_everything(tmp_path):
         time.sleep(0.2)
     assert token, "the child should be forwarding by now"
     assert (root / f"bb-{token}-hk").is_dir() and cg.read(root / "cpuset.sched_load_balance") == "0"
-    pre = tmp_path / "raw" / "v1" / "rate2000" / "rep0" / "pre.pcap"
+    pre = tmp_path / "raw" / "v1-rate2000" / "rep1" / "pre.pcap"
     deadline = time.monotonic() + 60
     while not (pre.exists() and pre.stat().st_size > 24) and time.monotonic() < deadline:
         time.sleep(0.05)  # interrupt only once the capture holds packets
@@ -152,5 +152,5 @@ def test_sigint_mid_measurement_restores_everything(tmp_path):
     assert not (root / f"bb-{token}-hk").exists() and not (root / f"bb-{token}-dut").exists()
     assert cg.read(root / "cpuset.sched_load_balance") == lb_before
     assert not (Path("/run/benchbook") / f"{token}.json").exists()
-    raw = list(tmp_path.glob("raw/v1/rate2000/rep0/pre.pcap"))
+    raw = list(tmp_path.glob("raw/v1-rate2000/rep1/pre.pcap"))
     assert raw and raw[0].stat().st_size > 24, "raw data measured before the interrupt is kept"

@@ -1,13 +1,16 @@
 """`benchbook testbed emulate` / `down` and the ssh backend run for real on the emulated hosts (root).
 
 One emulation serves the module: ssh with the pinned host key works and any other host key is refused; the
-fig3 reproduction runs over ssh end to end; a host whose management link goes down mid-run leaves a failed
+fig3 reproduction runs over ssh end to end; the same experiment run on the local backend and over ssh runs
+exactly the commands its dry run printed; a host whose management link goes down mid-run leaves a failed
 record with what the other hosts had; `testbed down` leaves nothing (also after a crash)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -17,10 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.experiment import cgroup_latency as lp
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed import emulate as em
-from benchbook.testbed.ssh import Inventory, Measurement, SshBackend
-from benchbook.tools.host import read_command_log
+from benchbook.testbed.inventory import Inventory
+from benchbook.testbed.local import JOINS
+from benchbook.testbed.plan import DRY_RUN_DIR, DRY_RUN_TOKEN, RUNTIME_VALUES, Measurement
+from benchbook.testbed.ssh import SshBackend
+from benchbook.tools.host import CommandLog, read_command_log
 from conftest import require_program, require_root
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -97,7 +104,7 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
                         "-p", "duration_s=1"], capture_output=True, text=True, timeout=240)
     assert r.returncode in (0, 4), r.stdout[-3000:] + r.stderr[-3000:]
     run = next((tmp_path / "daichendt-iitm23-fig3").iterdir())
-    point = run / "raw" / "v1" / "rate10000" / "rep0"
+    point = run / "raw" / "v1-rate10000" / "rep1"
     rec = json.loads((point / "point.json").read_text())
     assert rec["status"] == "complete", rec.get("error")
     raw = point / "raw"
@@ -108,7 +115,7 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
     assert (raw / "timestamper" / "pre.pcap").stat().st_size > 24 and (raw / "timestamper" / "post.pcap").exists()
     counts = rec["analysis"]["counts"]
     assert counts["pre"] == rec["captures"]["pre"]["captured"] and 0 < counts["matched"] <= sent
-    log = read_command_log(run / "raw")
+    log = read_command_log(point)   # the run's own command log
     targets = {a.split("@", 1)[1] for c in log for a in c["argv"] if a.startswith("root@")}
     assert {h.address for h in emulated.hosts.values()} <= targets
     assert all("StrictHostKeyChecking=yes" in c["argv"] for c in log if c["argv"][0] in ("ssh", "scp"))
@@ -120,15 +127,87 @@ def test_reproduce_fig3_over_ssh(emulated, tmp_path):
     assert not list(Path("/sys/fs/cgroup/cpuset").glob("bbssh-*")), "the DuT's cgroup was not removed"
 
 
+def _printed_commands(dry_run: Path) -> dict[str, list[str]]:
+    """Per host, the command lines a dry run printed: comments left out, a file the plan writes here (a heredoc
+    `cat > FILE <<'EOF' ... EOF`: Python writes it, no command runs) left out, the cgroup a started process
+    enters (a trailing comment) left out."""
+    out: dict[str, list[str]] = {}
+    for host, lines in lp.read_dry_run(dry_run).items():
+        keep, in_file = [], False
+        for line in lines:
+            if in_file:
+                in_file = line != "EOF"
+            elif line.startswith("cat > ") and line.endswith("<<'EOF'"):
+                in_file = True
+            elif not line.startswith("#"):
+                keep.append(line.split(JOINS)[0])
+        out[host] = keep
+    return out
+
+
+def _executed_commands(run: Path, point: str, token: str) -> dict[str, list[str]]:
+    """Per host, the command lines of the point's commands.jsonl in the order they started (a remote host: what
+    its shell ran; this machine's scp: the whole line), the run token and the output directory written as a dry
+    run writes them. The probe of the hosts (read-only, once per experiment, before any plan) is not a step."""
+    out: dict[str, list[str]] = {}
+    for rec in sorted(read_command_log(run / point), key=lambda r: r["n"]):
+        if rec["what"].startswith("probe "):
+            continue
+        argv = rec["argv"]
+        host, line = (rec["host"], argv[-1]) if argv[0] == "ssh" else \
+            ("local" if argv[0] == "scp" else rec["host"], shlex.join(argv))
+        out.setdefault(host, []).append(line.replace(str(run), DRY_RUN_DIR).replace(token, DRY_RUN_TOKEN))
+    return out
+
+
+def _same_modulo_runtime_values(printed: dict[str, list[str]], executed: dict[str, list[str]]) -> None:
+    """Every host ran exactly the printed lines, in order; a run-time placeholder (DUT_PID, ...) stands for one
+    word (a pid, a MAC, a cgroup setting)."""
+    names = "|".join(RUNTIME_VALUES)
+    assert {h for h, c in printed.items() if c} == set(executed)
+    for host, lines in executed.items():
+        assert len(lines) == len(printed[host]), (host, len(lines), len(printed[host]))
+        for got, want in zip(lines, printed[host], strict=True):
+            pattern = re.sub(rf"\b({names})\b", r"[^\\s'\"]+", re.escape(want))
+            assert re.fullmatch(pattern, got), (host, want, got)
+
+
+def test_executed_commands_are_the_printed_plan_on_both_backends(emulated, tmp_path):
+    """The same experiment on the local backend (namespaces here) and on the emulated hosts over ssh: what each
+    host ran (commands.jsonl) is what the dry run printed (dry-run.txt), up to the run token, the output
+    directory and the documented run-time values."""
+    common = {"rates_pps": [5000], "repetitions": 1, "cgroup_modes": ["v1"], "duration_s": 1.0, "perf_repeats": 1,
+              "settle_s": 0.3}
+    for name, extra in (("local", {}), ("testbed", {"inventory": str(emulated.inventory), "probe": True})):
+        dry, run = tmp_path / f"{name}-dry", tmp_path / name
+        lp.run_experiment(lp.ExperimentParams(backend=name, dry_run=True, **common, **extra), dry)
+        result = lp.run_experiment(lp.ExperimentParams(backend=name, **common, **extra), run)
+        (point,) = result["points"]
+        assert point["status"] == "complete", point.get("error")
+        token = point["execution"]["measurement"]["token"] if name == "testbed" else point["testbed"]["token"]
+        printed, executed = _printed_commands(dry / lp.DRY_RUN_FILE), _executed_commands(run, point["dir"], token)
+        _same_modulo_runtime_values(printed, executed)
+        assert sum(len(c) for c in executed.values()) > 20, name
+        # the point is one run of the repetition runner, with its own record
+        summary = json.loads((run / "repetitions.json").read_text())
+        assert summary["plan"]["seed"] == result["repetitions"]["seed"]
+        assert [s["dir"] for s in summary["order"]] == [point["dir"]] == ["raw/v1-rate5000/rep1"]
+        rec = json.loads((run / point["dir"] / "repetition.json").read_text())
+        assert rec["status"] == "complete" and rec["valid"] is True
+        assert {"loss_fraction", "p50_latency", "max_latency"} <= {s["name"] for s in rec["statistics"]}
+        assert any("tcpdump" in c for cs in executed.values() for c in cs)
+
+
 def test_host_dropping_mid_run_leaves_a_failed_record(emulated, tmp_path):
     backend = SshBackend(emulated.inventory, dry_run=False)
+    log = CommandLog(tmp_path / "run" / "raw")
     ts_link = emulated.hosts["timestamper"].mgmt_link
     dropped = threading.Event()
 
     def drop_when_loading() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if any(r.what.startswith("bb-loadgen") for r in backend.log.records):
+            if any(r.what.startswith("bb-loadgen") for r in log.records):
                 subprocess.run(["ip", "link", "set", ts_link, "down"], check=True)
                 dropped.set()
                 return
@@ -137,8 +216,8 @@ def test_host_dropping_mid_run_leaves_a_failed_record(emulated, tmp_path):
     watcher = threading.Thread(target=drop_when_loading, daemon=True)
     watcher.start()
     try:
-        rec = backend.execute(Measurement(run_id="drop", cgroup_mode="v1", rate_pps=5000, duration_s=2),
-                              tmp_path / "run")
+        rec = backend.execute(backend.plan(Measurement(run_id="drop", cgroup_mode="v1", rate_pps=5000, duration_s=2,
+                                                       token="d0d0d0", run_dir=str(tmp_path / "run"))), log)
     finally:
         watcher.join(timeout=5)
         subprocess.run(["ip", "link", "set", ts_link, "up"], check=False)

@@ -61,7 +61,7 @@ def _token_owned_by(owner: Callable[[int], bool], with_pid_of: str | None = None
 
 def _pcap_with_packets(root: Path) -> Path | None:
     """The point's pre.pcap once it holds packets (24 B header + at least 10 records)."""
-    for p in root.glob(f"**/raw/*/rate{RATE_PPS}/rep0/pre.pcap"):
+    for p in root.glob(f"**/raw/*-rate{RATE_PPS}/rep1/pre.pcap"):
         if p.stat().st_size > 24 + 10 * 76:
             return p
     return None
@@ -122,7 +122,7 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
 
 
 def _params(**kw: Any):
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
 
     return lp.ExperimentParams(**{"rates_pps": [RATE_PPS], "repetitions": 1, "cgroup_modes": ["none"],
                                   "perf_repeats": 1, "settle_s": 0.2, **kw})
@@ -147,7 +147,7 @@ def _check_failed_point(out: Path, token: str, *causes: str) -> dict[str, Any]:
 @pytest.mark.root
 def test_loadgen_killed_mid_run(tmp_path):
     _needs("dpdk-testpmd")
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
     from benchbook.tools.host import read_command_log
 
     mine = os.getpid()
@@ -165,11 +165,11 @@ def test_loadgen_killed_mid_run(tmp_path):
         killer["thread"].join(5)
     assert "error" not in killer, killer.get("error")
     cause = "bb-loadgen failed (killed by signal SIGKILL (9))"
-    assert cause in str(err.value) and "none @ 2000 pkt/s repetition 0" in str(err.value)
+    assert cause in str(err.value) and "none @ 2000 pkt/s repetition 1" in str(err.value)
     token = json.loads((tmp_path / "latency-points.json").read_text())["points"][0]["testbed"]["token"]
     p = _check_failed_point(tmp_path, token, cause)
     assert json.loads((tmp_path / p["dir"] / "point.json").read_text())["error"] == p["error"]
-    log = {r["what"]: r for r in read_command_log(tmp_path / "raw")}
+    log = {r["what"]: r for r in read_command_log(tmp_path / p["dir"])}   # the run's own command log
     assert log["bb-loadgen"]["exit_code"] == -signal.SIGKILL
     assert log["dpdk-testpmd"]["exit_code"] == 0, "the DuT was stopped as usual after the load generator died"
 
@@ -200,16 +200,17 @@ class _TokenWatch:
 @pytest.mark.parametrize("full", ["capture directory", "output directory"])
 def test_disk_full(tmp_path, full):
     """tcpdump 4.99 counts packets it could not write as captured and exits 0: the full file system is what
-    tells. A 1 MiB tmpfs is mounted as the capture directory (raw/none: the run's other records are on the normal
-    disk and name the cause) or as the whole output directory (then nothing can be recorded there: the error
-    names the file that could not be written); either way the teardown completes and the capture is kept."""
+    tells. A 1 MiB tmpfs is mounted as the capture directory (raw/none-rate2000, the arm's: the experiment's
+    other records are on the normal disk and name the cause) or as the whole output directory (then nothing can
+    be recorded there: the error names the file that could not be written); either way the teardown completes
+    and the capture is kept."""
     _needs()
     import errno
 
-    from benchbook.experiment import latency_point as lp
+    from benchbook.experiment import cgroup_latency as lp
 
     out = tmp_path / "out"
-    mnt = out / "raw" / "none" if full == "capture directory" else out
+    mnt = out / "raw" / f"none-rate{RATE_PPS}" if full == "capture directory" else out
     mnt.mkdir(parents=True)
     thread_errors: list[Any] = []
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "bb-faults-test", str(mnt)], check=True)
@@ -218,7 +219,7 @@ def test_disk_full(tmp_path, full):
         with _TokenWatch() as tokens, pytest.raises((lp.MeasurementFailed, OSError)) as err:
             lp.run_experiment(_params(duration_s=4.0, dut_kind="kernel"), out)
         threading.excepthook = hook
-        pre = out / "raw" / "none" / f"rate{RATE_PPS}" / "rep0" / "pre.pcap"
+        pre = out / "raw" / f"none-rate{RATE_PPS}" / "rep1" / "pre.pcap"
         assert pre.stat().st_size > 24 + 10 * 76, "the capture written before the disk filled is kept"
         if full == "capture directory":
             assert isinstance(err.value, lp.MeasurementFailed) and "No space left on device" in str(err.value)
@@ -272,10 +273,10 @@ def test_dut_killed_mid_run_fails_the_reproduction(tmp_path):
     rec = read_record(run)
     cause = f"dpdk-testpmd (pid {testpmd}) ended during the measurement (killed by signal SIGKILL (9))"
     assert rec["status"] == "failed" and "MeasurementFailed" in rec["error"], rec["error"]
-    assert f"{cause}; its output: {run}/raw/cmd/" in rec["error"], rec["error"]
+    assert f"{cause}; its output: {run}/raw/none-rate{RATE_PPS}/rep1/cmd/" in rec["error"], rec["error"]  # its log
     assert cause in " ".join(out.split()), "reproduce prints the reason"
     _check_failed_point(run, token, cause)
-    assert any(o["path"] == "raw/none/rate2000/rep0/pre.pcap" for o in rec["outputs"]), "raw data kept and hashed"
+    assert any(o["path"] == "raw/none-rate2000/rep1/pre.pcap" for o in rec["outputs"]), "raw data kept and hashed"
 
 
 @pytest.mark.root
@@ -303,7 +304,7 @@ def test_sigkill_of_reproduce_is_cleaned_up_and_recorded_interrupted(tmp_path):
     assert read_record(run)["status"] == "running", "nothing could finish the record"
     sweep_leftovers()  # what the next measurement on this host does first (the run's tcpdumps wrote until now)
     _assert_nothing_left(token)
-    pre = run / "raw" / "none" / f"rate{RATE_PPS}" / "rep0" / "pre.pcap"
+    pre = run / "raw" / f"none-rate{RATE_PPS}" / "rep1" / "pre.pcap"
     size = pre.stat().st_size
 
     nxt = _reproduce(tmp_path, "--dry-run")
@@ -313,7 +314,7 @@ def test_sigkill_of_reproduce_is_cleaned_up_and_recorded_interrupted(tmp_path):
     assert rec["status"] == "interrupted", rec
     assert f"pid {proc.pid}" in rec["error"] and "SIGKILL" in rec["error"]
     assert pre.stat().st_size == size > 24, "the raw capture is kept as the killed run left it"
-    assert any(o["path"] == "raw/none/rate2000/rep0/pre.pcap" and o["bytes"] == size for o in rec["outputs"])
+    assert any(o["path"] == "raw/none-rate2000/rep1/pre.pcap" and o["bytes"] == size for o in rec["outputs"])
     (new,) = [d for d in (tmp_path / ENTRY).iterdir() if d != run]
     assert any(run.name in w and "interrupted" in w for w in read_record(new)["warnings"])
 

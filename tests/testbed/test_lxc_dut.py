@@ -143,12 +143,12 @@ def _ids_so_far(path: Path) -> list[int]:
         return []
 
 
-def _forward_through(tb, dut_kind: str = "testpmd-lxc", tmp: Path | None = None, **kw):
+def _forward_through(tb, tmp: Path | None = None, **kw):
     """Start the DuT, send N_FRAMES from the LoadGen, capture behind the DuT; return (dut, ids)."""
-    from benchbook.testbed.dut import open_dut
+    from benchbook.testbed.lxc_dut import testpmd_lxc_dut
 
     pcap = (tmp or Path("/tmp")) / f"{tb.token}-ts.pcap"
-    with open_dut(dut_kind, tb, cpu=1, **kw) as dut:
+    with testpmd_lxc_dut(tb, cpu=1, **kw) as dut:
         assert dut.pid is not None and Path(f"/proc/{dut.pid}").exists()
         desc = dut.description
         assert desc["cpus_allowed"] == "1", desc
@@ -223,14 +223,14 @@ def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
 def test_failed_start_cleans_up(lxc_ready):
     """testpmd cannot get its memory (mem_mb=1): the container dies, the error carries the
     console, and nothing remains."""
-    from benchbook.testbed.dut import open_dut
     from benchbook.testbed.local import LocalBackend
+    from benchbook.testbed.lxc_dut import testpmd_lxc_dut
     from benchbook.tools.lxc import LxcError
 
     with LocalBackend().topology() as tb:
         token = tb.token
         with pytest.raises(LxcError, match="did not start forwarding|not running") as err:
-            with open_dut("testpmd-lxc", tb, cpu=1, mem_mb=1, ready_timeout_s=15):
+            with testpmd_lxc_dut(tb, cpu=1, mem_mb=1, ready_timeout_s=15):
                 pass
         assert "EAL" in str(err.value) or "testpmd" in str(err.value)
         links = tb.run("dut", ["ip", "-o", "link"]).stdout
@@ -241,9 +241,9 @@ def test_failed_start_cleans_up(lxc_ready):
 _CHILD = textwrap.dedent("""
     import sys, time
     from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.dut import open_dut
+    from benchbook.testbed.lxc_dut import testpmd_lxc_dut
     with LocalBackend(sweep=False).topology() as tb:
-        with open_dut("testpmd-lxc", tb, cpu=1):
+        with testpmd_lxc_dut(tb, cpu=1):
             print("TOKEN", tb.token, flush=True)
             time.sleep(120)
 """)

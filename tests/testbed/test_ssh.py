@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from benchbook.paths import REPO_ROOT
-from benchbook.testbed.ssh import Inventory, InventoryError, Measurement, SshBackend, Step, shell_join
+from benchbook.testbed.inventory import Inventory, InventoryError
+from benchbook.testbed.plan import Measurement, Plan, Step
+from benchbook.testbed.ssh import SshBackend, shell_join
 from benchbook.tools import lxc, moongen, perf, testpmd
-from benchbook.tools.host import read_command_log
+from benchbook.tools.host import CommandLog, read_command_log
 
 EXAMPLE = REPO_ROOT / "examples" / "testbed.toml"
 S = "ssh -p 22 -o BatchMode=yes -o ConnectTimeout=10 "
@@ -147,7 +149,7 @@ def test_print_plan_touches_nothing(backend, monkeypatch):
     assert printed.count("\nssh ") + printed.startswith("ssh ") >= 25 and "# 01 loadgen:" in printed
     assert len([line for line in lines if not line.startswith("#")]) == 37
     with pytest.raises(RuntimeError, match="dry-run"):
-        backend.execute(Measurement(run_id="r0"), "RUN")
+        backend.execute(backend.plan(Measurement(run_id="r0", run_dir="RUN")), CommandLog())
 
 
 # --- execute() against a real sshd on 127.0.0.1 --------------------------------------------------
@@ -220,7 +222,8 @@ def test_execute_runs_a_plan_over_real_ssh(local_sshd, tmp_path):
              Step("run", "loadgen", ["sh", "-c", f"echo $((6*7)) > {remote_dir}/answer.txt"]),
              Step("fetch", "dut", remote=str(remote_dir), local=str(tmp_path / "run" / "raw" / "dut")),
              Step("run", "dut", ["false"], check=False, teardown=True)]
-    rec = backend.execute(Measurement(run_id="t"), tmp_path / "run", steps=steps)
+    m = Measurement(run_id="t", token="abc123", run_dir=str(tmp_path / "run"))
+    rec = backend.execute(Plan("testbed", m, steps), CommandLog(tmp_path / "run" / "raw"))
     assert rec["status"] == "complete", rec
     assert [s["exit_code"] for s in rec["steps"]] == [0, 0, 0, 1]
     got = tmp_path / "run" / "raw" / "dut"
@@ -239,7 +242,8 @@ def test_execute_stops_at_a_failed_step_but_runs_teardown(local_sshd, tmp_path):
     backend = SshBackend(_local_inventory(port, key), dry_run=False)
     steps = [Step("run", "dut", ["sh", "-c", "exit 3"]), Step("run", "dut", ["true"], note="skipped"),
              Step("run", "dut", ["true"], check=False, teardown=True)]
-    rec = backend.execute(Measurement(run_id="t"), tmp_path / "run", steps=steps)
+    m = Measurement(run_id="t", token="abc123", run_dir=str(tmp_path / "run"))
+    rec = backend.execute(Plan("testbed", m, steps), CommandLog(tmp_path / "run" / "raw"))
     assert rec["status"] == "failed" and "exit 3" in rec["error"]
     assert [s["n"] for s in rec["steps"]] == [1, 3]
 

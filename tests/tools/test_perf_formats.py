@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchbook.tools.perf import PerfError, parse_perf_output, read_perf_file
+from benchbook.tools.perf_reports import PerfError, parse_perf_output, parse_perf_reports, read_perf_file
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "perf"
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
@@ -84,7 +84,7 @@ def test_decimal_comma_with_comma_separator_is_refused_naming_the_line():
 
 def test_fuzz_finding_infinite_run_time():
     path = DATA.parent / "malformed" / "perf-run-time-overflow.txt"
-    with pytest.raises(PerfError, match="line 3: run time '166E847979' is not a finite number"):
+    with pytest.raises(PerfError, match="report 1: line 3: run time '166E847979' is not a number"):
         parse_perf_output(path.read_bytes().decode("utf-8", "replace"), "fuzz")
 
 
@@ -92,7 +92,8 @@ def test_perf_command(tmp_path):
     r = subprocess.run(BENCHBOOK + ["perf", "--json", str(DATA / "human-de_DE.txt")], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    [doc] = json.loads(r.stdout)  # a list of reports, here one
+    assert (doc["report"], doc["of"]) == (1, 1)
     assert doc["decimal"] == "," and doc["counters"][3]["value"] == 23723
     assert doc["counters"][4]["value"] is None and doc["counters"][4]["status"] == "not supported"
     r = subprocess.run(BENCHBOOK + ["perf", str(DATA / "csv-pipe.txt"), str(DATA / "human-r3.txt")],
@@ -121,11 +122,17 @@ def test_csv_round_trip(rows, sep, with_r):
         fields = [v, "msec" if event == "task-clock" else "", event] + ([f"{pct}%"] if with_r else []) + [
             "1000", "100.00", "", ""]
         lines.append(sep.join(fields))
-    r = parse_perf_output("\n".join(lines) + "\n", "gen")
-    assert r.separator == sep
-    got = [(c.event, c.value, c.stddev_pct) for c in r.counters]
+    parsed = parse_perf_reports("\n".join(lines) + "\n", "gen")
+    assert not parsed.errors and {r.separator for r in parsed.reports} == {sep}
+    got = [(c.event, c.value, c.stddev_pct) for r in parsed.reports for c in r.counters]
     want = [(e, None if v is None else float(v), (p if with_r and v is not None else None)) for e, v, p in rows]
     assert got == want
+    reports, seen = 1, set()  # an event that comes again starts the next report (appended runs)
+    for event, _, _ in rows:
+        if event in seen:
+            reports, seen = reports + 1, set()
+        seen.add(event)
+    assert len(parsed.reports) == reports
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

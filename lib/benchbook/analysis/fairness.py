@@ -16,11 +16,14 @@ names the one it shows:
 
 Interval rule: an interval counts for the per-interval variants when every flow has a value there
 and at least one flow sent something (an all-zero interval has no defined index and is skipped).
+
+Every series a reader does not count as a competing flow is named in ``FlowSeries.left_out`` with the
+reason (below the bulk share of intervals.parquet, a Flent aggregate, not a bit rate, ...), and the
+summary lists them.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -31,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from benchbook.analysis.flent_data import FlentFormatError, load_flent
 from benchbook.errors import BenchbookError
 
 VARIANT_OF_MEANS = "jain_of_means"
@@ -83,6 +87,7 @@ class FlowSeries:
     interval_ns: int | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    left_out: list[dict[str, str]] = field(default_factory=list)  # {"flow", "reason"} of series not counted
 
     def __post_init__(self) -> None:
         self.start_ns = np.asarray(self.start_ns, dtype=np.int64)
@@ -180,6 +185,8 @@ def summarize(series: FlowSeries) -> dict[str, Any]:
         "jain_mean_of_intervals": _num(float(counted.mean())) if counted.size else None,
         "jain_min_interval": _num(float(counted.min())) if counted.size else None,
         "variants": dict(VARIANT_LABELS),
+        "left_out": [dict(x) for x in series.left_out],
+        "notes": list(series.meta.get("notes", [])),
     }
 
 
@@ -254,49 +261,70 @@ def confidence_interval(values: Sequence[float], level: float = 0.95) -> Confide
     return ConfidenceInterval(mean, mean - half, mean + half, int(x.size), level)
 
 
-FLENT_FORMAT_VERSION = 4
 _FLENT_RATE_UNITS = {"bits/s": 1.0, "Kbits/s": 1e3, "Mbits/s": 1e6, "Gbits/s": 1e9}
-_FLENT_AGGREGATES = re.compile(r"(?i)(\s(sum|avg|average|total|totals)$)|::.*::")
+_FLENT_AGGREGATE = re.compile(r"(?i)\s(sum|avg|average|total|totals|fairness)$")
+_FLENT_SUBSERIES = re.compile(r"::.*::")
 BULK_SHARE = 0.01
 
 
 def flent_series(path: Path | str) -> FlowSeries:
-    """Per-flow throughput series of a Flent data file (.flent.gz: gzip JSON with metadata, x_values,
-    results, raw_values). Only data-format version 4 (Flent >= 1.2) is read; older versions store
-    units and raw values differently and are refused. Series are the results whose SERIES_META unit is
-    a bit rate, without Flent's aggregates ("... sum", "... avg") and sub-series ("name::n::tcp_rtt")."""
+    """Per-flow throughput series of a Flent data file of any data-format version (1-4, upgraded as Flent's
+    loader does: benchbook.analysis.flent_data). Flows are the results whose unit is a bit rate, without
+    Flent's aggregates ("... sum", "... avg") and per-flow statistics ("name::n::tcp_rtt"); every other
+    series is named in ``left_out`` with the reason."""
     p = Path(path)
     try:
-        with gzip.open(p, "rt") if p.suffix == ".gz" else open(p) as fh:
-            doc = json.load(fh)
-    except (OSError, EOFError, ValueError) as exc:
-        raise FairnessError(f"{p}: not a Flent data file (gzip JSON): {exc}") from exc
-    if not isinstance(doc, dict) or not {"metadata", "x_values", "results"} <= set(doc):
-        raise FairnessError(f"{p}: not a Flent data file: expected keys metadata, x_values, results")
-    version = doc.get("version", 1)
-    if version != FLENT_FORMAT_VERSION:
-        raise FairnessError(f"{p}: Flent data-format version {version}; benchbook reads version "
-                            f"{FLENT_FORMAT_VERSION} only (load and save it with Flent >= 1.2 to convert)")
-    meta = doc["metadata"]
-    series_meta = meta.get("SERIES_META") or {}
-    x = np.asarray(doc["x_values"], dtype=float)
-    names, cols = [], []
-    for name in sorted(doc["results"], key=_natural_key):
-        unit = (series_meta.get(name) or {}).get("UNITS")
-        if unit not in _FLENT_RATE_UNITS or _FLENT_AGGREGATES.search(name):
+        data = load_flent(p)
+    except FlentFormatError as exc:
+        raise FairnessError(str(exc)) from exc
+    meta = data.metadata
+    try:
+        x = np.asarray(data.x_values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise FairnessError(f"{p}: x_values: {exc}") from exc
+    names, cols, left_out, assumed = [], [], [], []
+    for name in sorted(data.results, key=_natural_key):
+        unit, was_assumed = data.units_of(name)
+        if _FLENT_SUBSERIES.search(name):
+            left_out.append({"flow": name, "reason": "a per-flow statistic of another series (name::n::stat)"})
             continue
-        vals = doc["results"][name]
-        if len(vals) != x.size:
-            raise FairnessError(f"{p}: results[{name!r}] has {len(vals)} values for {x.size} x_values")
-        cols.append(np.array([math.nan if v is None else float(v) * _FLENT_RATE_UNITS[unit] for v in vals]))
+        if unit not in _FLENT_RATE_UNITS:
+            left_out.append({"flow": name, "reason": f"unit {unit!r}, not one of {', '.join(_FLENT_RATE_UNITS)}"
+                             if unit else "no unit in the file (SERIES_META), not known as a bit rate"})
+            continue
+        if _FLENT_AGGREGATE.search(name):
+            left_out.append({"flow": name,
+                             "reason": "a Flent aggregate of other series (sum, avg, fairness), not a flow"})
+            continue
+        vals = data.results[name]
+        if not isinstance(vals, list) or len(vals) != x.size:
+            raise FairnessError(f"{p}: results[{name!r}] has {len(vals) if isinstance(vals, list) else 'no'} "
+                                f"values for {x.size} x_values")
+        try:
+            cols.append(np.array([math.nan if v is None else float(v) * _FLENT_RATE_UNITS[unit] for v in vals]))
+        except (TypeError, ValueError) as exc:
+            raise FairnessError(f"{p}: results[{name!r}]: {exc}") from exc
         names.append(name)
+        if was_assumed:
+            assumed.append(f"{name} ({unit})")
     if not names:
-        raise FairnessError(f"{p}: no per-flow throughput series (SERIES_META units bits/s .. Gbits/s)")
+        raise FairnessError(f"{p}: no per-flow throughput series (units bits/s .. Gbits/s); left out: "
+                            + "; ".join(f"{x['flow']}: {x['reason']}" for x in left_out))
+    notes = [f"Flent data-format version {data.version} upgraded on load: {n}" for n in data.upgrades]
+    if assumed:
+        notes.append("a version-1 file names no units: netperf-wrapper's test definitions give "
+                     + ", ".join(assumed) + " (Jain's indices do not depend on the unit)")
     step_s = meta.get("STEP_SIZE")
-    interval_ns = int(round(float(step_s) * 1e9)) if step_s else None
+    try:
+        interval_ns = int(round(float(step_s) * 1e9)) if step_s else None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise FairnessError(f"{p}: STEP_SIZE {step_s!r}: {exc}") from exc
+    if x.ndim != 1 or not np.isfinite(x).all():
+        raise FairnessError(f"{p}: x_values must be a list of finite numbers")
     start_ns = np.round(x * 1e9).astype(np.int64)
     return FlowSeries(flows=names, start_ns=start_ns, bps=np.column_stack(cols), interval_ns=interval_ns,
-                      source=str(p), meta={"format": "flent", "name": meta.get("NAME"), "version": version})
+                      source=str(p), left_out=left_out,
+                      meta={"format": "flent", "name": meta.get("NAME"), "version": data.version, "notes": notes})
 
 
 def intervals_parquet_series(path: Path | str, metric: str = "goodput_bps") -> FlowSeries:
@@ -315,7 +343,11 @@ def intervals_parquet_series(path: Path | str, metric: str = "goodput_bps") -> F
                             "intervals.parquet")
     g = df.groupby(["flow", "start_time_ns"], as_index=False, observed=True)[metric].sum()
     totals = g.groupby("flow")[metric].sum()
-    bulk = totals[totals >= BULK_SHARE * float(totals.sum())].index if float(totals.sum()) > 0 else totals.index
+    whole = float(totals.sum())
+    bulk = totals[totals >= BULK_SHARE * whole].index if whole > 0 else totals.index
+    left_out = [{"flow": f"flow {f}", "reason": f"{100 * float(v) / whole:.3g} % of all {metric} (summed over "
+                 f"intervals), below the {100 * BULK_SHARE:g} % bulk share"}
+                for f, v in totals.items() if f not in bulk]
     g = g[g["flow"].isin(bulk)]
     interval_ns = None
     summary = p.parent / "summary.json"
@@ -327,6 +359,7 @@ def intervals_parquet_series(path: Path | str, metric: str = "goodput_bps") -> F
     s = FlowSeries.from_columns([f"flow {f}" for f in g["flow"]], g["start_time_ns"].to_numpy(),
                                 g[metric].to_numpy(), interval_ns=interval_ns, source=str(p))
     s.meta = {"format": "benchbook-intervals", "metric": metric}
+    s.left_out = left_out
     return s
 
 
@@ -353,7 +386,9 @@ def combine(series: Sequence[FlowSeries], source: str = "") -> FlowSeries:
     if len(set(flows)) != len(flows):
         raise FairnessError(f"flow names repeat across inputs: {flows}")
     return FlowSeries(flows=flows, start_ns=np.arange(n, dtype=np.int64) * step, bps=mat, interval_ns=step,
-                      source=source or " + ".join(s.source for s in series))
+                      source=source or " + ".join(s.source for s in series),
+                      meta={"notes": [n for s in series for n in s.meta.get("notes", [])]},
+                      left_out=[x for s in series for x in s.left_out])
 
 __all__ = ["ConfidenceInterval", "FairnessError", "FlowSeries", "VARIANT_LABELS", "combine", "confidence_interval",
            "flent_series", "intervals_parquet_series",

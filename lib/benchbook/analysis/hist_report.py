@@ -15,6 +15,12 @@ histogram with the layout of the first one; the text output is the processor's, 
 character (tested against the Java tool; the StartTime date is printed in UTC).
 significant_digits=N accumulates into a fresh N-digit histogram instead (what HdrHistogram's own
 tests do with N = 3).
+
+One difference from HistogramLogProcessor, on purpose: a percentile the sample count N cannot resolve (V2:
+N >= ln(0.025)/ln(p), :mod:`benchbook.analysis.resolvability`) is not printed. The ladder leaves such rows out and
+says so in one comment line per gap (CSV: the rows are left out); the minimum (0 %) and maximum (100 %) rows
+stay, as the observed extremes. ``all_percentiles`` prints every row, as the Java tool does. In the JSON
+summary such a percentile is null, with the reason in ``unresolved_percentiles``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchbook.analysis.resolvability import resolvable, resolved_percentiles
 from benchbook.errors import BenchbookError
 
 JSON_PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
@@ -126,15 +133,17 @@ def load_histograms(
                                      f"{start_s} s .. {end_s} s after StartTime not included (--start=-inf "
                                      f"keeps those stamped before StartTime)")
                 if not ivs and log.intervals:
-                    tags = sorted({str(t) for t in log.tags()})
+                    # HistogramLogProcessor prints an empty distribution here (HdrHistogram <= 2.1.9; 2.1.11 to
+                    # 2.2.2 end in a NullPointerException instead): so does benchbook, with a note saying why.
+                    tags = sorted({"(untagged)" if t is None else t for t in log.tags()})
                     if tagged_ok:
-                        raise HistInputError(
-                            f"{p}: no interval histograms start between {start_s} s and {end_s} s after "
-                            f"StartTime (--start/--end; --start=-inf keeps intervals stamped before it)")
-                    which = f"with tag {tag!r}" if tag is not None else "without a tag"
-                    raise HistInputError(
-                        f"{p}: no interval histograms {which} (tags present: {', '.join(tags)}; "
-                        f"use --tag NAME or --all-tags)")
+                        why = (f"all {len(tagged_ok)} start outside {start_s} s .. {end_s} s after StartTime (--start/"
+                               f"--end select by start time; --start=-inf keeps intervals stamped before StartTime)")
+                    else:
+                        which = f"has tag {tag!r}" if tag is not None else "is untagged"
+                        why = f"none {which} (tags present: {', '.join(tags)}; use --tag NAME or --all-tags)"
+                    out.notes.append(f"{p}: no interval histogram selected of {len(log.intervals)}: {why}; the "
+                                     f"distribution is empty, as HistogramLogProcessor prints it")
                 if out.start_time is None:
                     out.start_time = log.start_time
                 logs.append((p, log, ivs))
@@ -207,7 +216,8 @@ def _num(x: Any) -> int | float | None:
 
 
 def summary_json(h: LoadedHistograms) -> dict[str, Any]:
-    """The `--json` document: count, min_ns, max_ns, mean_ns, stddev_ns (population), percentiles_ns."""
+    """The `--json` document: count, min_ns, max_ns, mean_ns, stddev_ns (population), percentiles_ns (null where
+    the count cannot resolve the percentile), unresolved_percentiles (the reason for each null)."""
     ps = [float(p) for p in JSON_PERCENTILES]
     if h.is_exact:
         d, n = h.exact, h.exact.count
@@ -218,13 +228,15 @@ def summary_json(h: LoadedHistograms) -> dict[str, Any]:
         method = (f"HdrHistogram value at percentile (highest equivalent value of the bucket, "
                   f"{d.significant_figures} significant digits)")
     pct = d.percentiles(ps) if n else {p: None for p in ps}
+    shown, unresolved = resolved_percentiles({k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps, strict=True)}, n)
     doc = {
         "count": n,
         "min_ns": _num(d.min) if n else None,
         "max_ns": _num(d.max) if n else None,
         "mean_ns": d.mean if n else None,
         "stddev_ns": d.stddev if n else None,
-        "percentiles_ns": {k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps, strict=True)},
+        "percentiles_ns": shown,
+        "unresolved_percentiles": unresolved,
         "exact": h.is_exact,
         "percentile_method": method,
     }
@@ -262,9 +274,12 @@ def processor_text(
     csv: bool = False,
     buckets: tuple[int, int] | None = None,
     start_time: float | None = None,
+    all_percentiles: bool = True,
 ) -> str:
     """A percentile ladder (percentile level 0..100, value, count) as HistogramLogProcessor prints
-    it (outputPercentileDistribution), including the StartTime line of the log."""
+    it (outputPercentileDistribution), including the StartTime line of the log. Without
+    ``all_percentiles``, rows strictly between 0 % and 100 % that ``total`` samples cannot resolve are
+    left out, each gap named in a comment line (text) or silently (CSV)."""
     out: list[str] = []
     if start_time is not None:
         stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(start_time))
@@ -273,8 +288,21 @@ def processor_text(
         out.append('"Value","Percentile","TotalCount","1/(1-Percentile)"\n')
     else:
         out.append(f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}\n\n")
+    gap: list[float] = []
+
+    def close_gap() -> None:
+        if gap and not csv:
+            span = f"{gap[0]:.4f} %" if len(gap) == 1 else f"{gap[0]:.4f} % .. {gap[-1]:.4f} %"
+            out.append(f"#[{len(gap)} percentile(s) {span} not resolvable at N = {total} (a 95 % bound needs "
+                       f"N >= ln(0.025)/ln(p)); --all-percentiles prints them]\n")
+        gap.clear()
+
     for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(),
                                    ladder["count"].tolist(), strict=True):
+        if not all_percentiles and 0.0 < level < 100.0 and not resolvable(level, total):
+            gap.append(level)
+            continue
+        close_gap()
         v = java_fixed(value / value_scale, decimals)
         p = java_fixed(level / 100.0, 12)
         last = level == 100.0
@@ -285,6 +313,7 @@ def processor_text(
             out.append(f"{v:>12} {p:>2} {int(count):>10}\n")
         else:
             out.append(f"{v:>12} {p:>2} {int(count):>10} {inv:>14}\n")
+    close_gap()
     if not csv:
         out.append(f"#[Mean    = {java_fixed(mean / value_scale, decimals):>12}, "
                    f"StdDeviation   = {java_fixed(stddev / value_scale, decimals):>12}]\n")
@@ -295,8 +324,10 @@ def processor_text(
     return "".join(out)
 
 
-def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int = 5, csv: bool = False) -> str:
-    """HistogramLogProcessor's text for the merged inputs (values divided by the unit)."""
+def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int = 5, csv: bool = False,
+                    all_percentiles: bool = False) -> str:
+    """HistogramLogProcessor's text for the merged inputs (values divided by the unit); percentiles the count
+    cannot resolve left out unless ``all_percentiles`` (see the module docstring)."""
     scale = UNITS[unit]
     if h.is_exact:
         d = h.exact
@@ -305,15 +336,26 @@ def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int =
         digits = h.decimals + round(math.log10(scale))
         return processor_text(d.percentile_ladder(ticks_per_half), decimals=max(3, digits), mean=d.mean,
                               stddev=d.stddev, max_value=float(d.max), total=d.count, value_scale=scale,
-                              csv=csv, start_time=None)
+                              csv=csv, start_time=None, all_percentiles=all_percentiles)
     d = h.hdr
+    if not any(f["intervals"] for f in h.files if f["kind"] == "hlog") and h.moongen is None:
+        # Nothing selected: HistogramLogProcessor's empty Histogram(1000000, 2), without a StartTime line
+        # (imported here as in load_histograms: numpy and the HdrHistogram kernels only when needed).
+        import numpy as np
+
+        from benchbook.analysis.hdr import HdrHistogram
+
+        shape = HdrHistogram(1, 1_000_000, 2).layout
+        return processor_text({"percentile": np.empty(0), "value": np.empty(0), "count": np.empty(0)}, decimals=2,
+                               mean=0.0, stddev=0.0, max_value=0.0, total=0, value_scale=scale, csv=csv,
+                               buckets=(shape.bucket_count, shape.sub_bucket_count))
     if d.total_count == 0:
         return "# empty histogram: no samples\n"
     return processor_text(d.percentile_ladder(ticks_per_half), decimals=d.significant_figures,
                           mean=d.hdr_mean(), stddev=d.hdr_stddev(), max_value=float(d.hdr_max()),
                           total=d.total_count, value_scale=scale, csv=csv,
                           buckets=(d.layout.bucket_count, d.layout.sub_bucket_count),
-                          start_time=h.start_time)
+                          start_time=h.start_time, all_percentiles=all_percentiles)
 
 
 __all__ = ["JSON_PERCENTILES", "UNITS", "ExactHistogram", "HistInputError", "LoadedHistograms", "is_interval_log",

@@ -1,6 +1,7 @@
 """One histogram of many pairs' latency.hlog interval logs: ``merged.hlog`` (every interval of every log added
-into one HdrHistogram, nothing re-recorded) and ``merged.json`` (its count and percentiles), as
-``benchbook latency --pairs`` and ``benchbook hist --merged-dir`` write them.
+into one HdrHistogram, nothing re-recorded) and ``merged.json`` (its count and percentiles; those the merged
+count cannot resolve are null, with the reason in ``unresolved_percentiles``), as ``benchbook latency --pairs``
+and ``benchbook hist --merged-dir`` write them.
 
 The histogram has the layout `benchbook latency` records with: 1 ns to the maximum latency, 3 significant
 digits. Both files are replaced whole (written beside the target, then renamed) or left as they were.
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis.hist_report import JSON_PERCENTILES
+from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.errors import BenchbookError
 
 MERGED_FILES = ("merged.hlog", "merged.json")
@@ -67,9 +69,12 @@ def pairs_problem(names: Sequence[str], n_files: int) -> str | None:
 
 
 def merged_line(doc: dict[str, Any]) -> str:
-    """One line on merged.json's document: count, pairs, p50 and p99."""
-    return (f"merged: {doc['count']} latencies of {len(doc['pairs'])} pairs  p50 {doc['percentiles_ns']['50']} ns"
-            f"  p99 {doc['percentiles_ns']['99']} ns")
+    """One line on merged.json's document: count, pairs, p50 and p99 (or why a percentile is not resolvable)."""
+    def pct(p: str) -> str:
+        v = doc["percentiles_ns"][p]
+        return f"p{p} {v} ns" if v is not None else f"p{p} " + doc.get("unresolved_percentiles", {}).get(p, "no value")
+
+    return f"merged: {doc['count']} latencies of {len(doc['pairs'])} pairs  {pct('50')}  {pct('99')}"
 
 
 def write_merged(out_dir: Path, pairs: Sequence[tuple[str, Path]], max_latency_ns: int) -> dict[str, Any]:
@@ -105,12 +110,14 @@ def write_merged(out_dir: Path, pairs: Sequence[tuple[str, Path]], max_latency_n
         per_pair[name] = total.total_count - n0
     n = total.total_count
     pct = total.percentiles([float(p) for p in PERCENTILES]) if n else {}
+    shown, unresolved = resolved_percentiles({p: int(pct[float(p)]) if n else None for p in PERCENTILES}, n)
     doc = {
         "pairs": per_pair,
         "count": n,
         "min_ns": int(total.hdr_min()) if n else None,
         "max_ns": int(total.hdr_max()) if n else None,
-        "percentiles_ns": {p: int(pct[float(p)]) if n else None for p in PERCENTILES},
+        "percentiles_ns": shown,
+        "unresolved_percentiles": unresolved,
         "percentile_method": PERCENTILE_METHOD,
     }
     comments = [f"benchbook latency --pairs: every interval of {len(names)} pairs added: {' '.join(names)}",

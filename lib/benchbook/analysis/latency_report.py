@@ -3,7 +3,9 @@
     latencies.parquet  per-packet table (id, t_pre_ns, t_post_ns, latency_ns)
     latency.hlog       one interval histogram per second of capture time (by t_pre)
     hdr.html           HDR percentile plot (optional)
-    summary.json       counts, min/max/mean, discrete percentiles and how they were computed
+    summary.json       counts, min/max/mean, discrete percentiles and how they were computed; a percentile the
+                       packet count cannot resolve (V2, benchbook.analysis.resolvability) is null, with the reason
+                       in ``unresolved_percentiles``
 
 Memory stays bounded: interval histograms are written as soon as no later match can fall into
 them, and exact percentiles come from the latencies kept in memory up to ``exact_limit`` values;
@@ -13,14 +15,14 @@ which.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+from benchbook.analysis.resolvability import resolved_percentiles
+from benchbook.atomic_write import write_json_atomic
 from benchbook.report_dir import report_dir
 
 PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
@@ -223,19 +225,13 @@ def analyze_captures(
                 f"{summary['matched']} matched): the same capture given twice, or timestamps too coarse for the "
                 "device under test"
             )
-        _write_json(work / "summary.json", summary)
+        write_json_atomic(work / "summary.json", summary)
     for m in summary["details"]["warnings"]:
         warnings.warn(m, stacklevel=2)
     return summary
 
 
 OUTPUT_FILES = ("latencies.parquet", "latency.hlog", "hdr.html", "plotly.min.js", "summary.json")
-
-
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
 
 
 def _analyze_into(
@@ -260,12 +256,14 @@ def _analyze_into(
     tot = acc.total
     pcts, method = acc.percentiles()
     n = tot.total_count
+    pcts, unresolved = resolved_percentiles(pcts, n)
     summary: dict[str, Any] = {k: int(res.counts[k]) for k in SUMMARY_COUNTS}
     summary.update({
         "min_ns": int(tot.min) if n else None,
         "max_ns": int(tot.max) if n else None,
         "mean_ns": int(round(tot.mean)) if n else None,
         "percentiles_ns": pcts,
+        "unresolved_percentiles": unresolved,
         "percentile_method": method,
     })
     summary["details"] = {
@@ -327,7 +325,10 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"{'percentile':>12}  {'latency ns':>14}  {'latency us':>12}")
     lines.append(f"{'min':>12}  {c['min_ns']:>14}  {c['min_ns'] / 1e3:>12.3f}")
     for p, v in c["percentiles_ns"].items():
-        lines.append(f"{p + ' %':>12}  {v:>14}  {v / 1e3:>12.3f}")
+        if v is None:
+            lines.append(f"{p + ' %':>12}  {c.get('unresolved_percentiles', {}).get(p, 'no value')}")
+        else:
+            lines.append(f"{p + ' %':>12}  {v:>14}  {v / 1e3:>12.3f}")
     lines.append(f"{'max':>12}  {c['max_ns']:>14}  {c['max_ns'] / 1e3:>12.3f}")
     lines.append(f"{'mean':>12}  {c['mean_ns']:>14}  {c['mean_ns'] / 1e3:>12.3f}")
     lines.append(f"percentiles: {c['percentile_method']}")

@@ -108,7 +108,7 @@ def run(
     cwltool = str(bindir / "cwltool") if (bindir / "cwltool").exists() else "cwltool"
     remote = None
     if inventory is not None:
-        from benchbook.testbed.ssh import Inventory, InventoryError
+        from benchbook.testbed.inventory import Inventory, InventoryError
 
         try:
             Inventory.from_toml(inventory).role(role)

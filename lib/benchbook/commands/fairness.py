@@ -2,8 +2,9 @@
 
 Inputs (kind by content/name): benchbook's own ``intervals.parquet`` (``benchbook tcp``), iperf3 ``-J``
 reports (one flow per stream; several reports, e.g. one client per congestion control started
-together, are aligned by interval) and Flent data files (``.flent.gz``, data-format version 4).
-The rules are :mod:`benchbook.analysis.fairness`'s.
+together, are aligned by interval) and Flent data files (``.flent.gz``, netperf-wrapper's ``.json.gz``;
+data-format versions 1 to 4, upgraded as Flent does). Every series not counted as a flow is named with
+the reason. The rules are :mod:`benchbook.analysis.fairness`'s.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def load_series(path: Path, metric: str = "goodput_bps") -> FlowSeries:
         raise FairnessError(f"{path}: {exc.strerror or exc}") from exc
     if head == PARQUET_MAGIC:
         return intervals_parquet_series(path, metric=metric)
-    if head[:2] == GZIP_MAGIC or path.name.endswith(".flent"):
+    if head[:2] == GZIP_MAGIC or path.name.endswith((".flent", ".bz2", ".flnt")):
         return flent_series(path)
     try:
         doc = json.loads(path.read_text())
@@ -66,7 +67,7 @@ def fairness(
     files: list[Path] = typer.Argument(..., help="intervals.parquet, iperf3 -J reports or .flent.gz files; several "
                                        "are aligned by interval (flows started together)."),
     as_json: bool = typer.Option(False, "--json", help="Print {flows, intervals, jain_of_means, "
-                                 "jain_mean_of_intervals, jain_min_interval} as JSON."),
+                                 "jain_mean_of_intervals, jain_min_interval, left_out, notes} as JSON."),
     metric: str = typer.Option("goodput_bps", "--metric", help="intervals.parquet column to use: goodput_bps "
                                "(default) or throughput_bps."),
 ) -> None:
@@ -92,6 +93,12 @@ def fairness(
                    f"{_mbps(f['min_bps']):>9}  {_mbps(f['max_bps']):>9}")
     for key in ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval"):
         typer.echo(f"{VARIANT_LABELS[key]:<45} {_idx(out[key])}")
+    if out["left_out"]:
+        typer.echo(f"left out ({len(out['left_out'])}, not counted as competing flows):")
+        for x in out["left_out"]:
+            typer.echo(f"  {x['flow']}: {x['reason']}")
+    for note in out["notes"]:
+        typer.echo(f"note: {note}")
 
 
 def register(app: typer.Typer) -> None:

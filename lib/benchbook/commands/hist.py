@@ -20,7 +20,8 @@ from benchbook.analysis.hist_report import UNITS, HistInputError, load_histogram
 def hist(
     files: list[Path] = typer.Argument(..., help=".hlog interval logs and/or MoonGen histogram CSVs (merged)."),
     as_json: bool = typer.Option(False, "--json", help="Print count, min/max/mean/stddev (population) and "
-                                 "percentiles 50..99.999 in ns as JSON (exact for MoonGen CSVs)."),
+                                 "percentiles 50..99.999 in ns as JSON (exact for MoonGen CSVs; null, with the "
+                                 "reason, where the count cannot resolve one)."),
     moongen_summary: bool = typer.Option(False, "--moongen-summary", help="Print MoonGen's own summary line "
                                          "(Samples, Average, StdDev (sample), Quartiles) for MoonGen CSVs."),
     unit: str = typer.Option("ms", "--unit", help="Unit of the printed values: ns, us, ms (default, as "
@@ -38,6 +39,9 @@ def hist(
                                                      "layout, as HistogramLogProcessor)."),
     ticks_per_half: int = typer.Option(5, "--ticks-per-half", help="Percentile ticks per half distance."),
     csv: bool = typer.Option(False, "--csv", help="Percentile distribution as CSV."),
+    all_percentiles: bool = typer.Option(False, "--all-percentiles", help="Print every percentile row, also those "
+                                         "the sample count cannot resolve (N < ln(0.025)/ln(p)), as "
+                                         "HistogramLogProcessor does; by default they are left out and named."),
     merged_dir: Path | None = typer.Option(None, "--merged-dir", help="Instead of printing a distribution, write "
                                            "DIR/merged.hlog and DIR/merged.json from the pairs' latency.hlog FILEs, "
                                            "byte for byte as `benchbook latency --pairs` does."),
@@ -54,7 +58,8 @@ def hist(
     if merged_dir is not None or pair_names or max_latency_ms is not None:
         given = {"--json": as_json, "--moongen-summary": moongen_summary, "--tag": tag is not None,
                  "--all-tags": all_tags, "--start": start != 0.0, "--end": end != math.inf,
-                 "--significant-digits": significant_digits is not None, "--csv": csv}
+                 "--significant-digits": significant_digits is not None, "--csv": csv,
+                 "--all-percentiles": all_percentiles}
         _write_merged(list(files), merged_dir, pair_names or [], max_latency_ms, [k for k, v in given.items() if v])
         return
     if unit not in UNITS:
@@ -96,7 +101,8 @@ def hist(
     if summary_line is not None:
         sys.stdout.write(summary_line + "\n")
         return
-    sys.stdout.write(percentile_text(loaded, unit=unit, ticks_per_half=ticks_per_half, csv=csv))
+    sys.stdout.write(percentile_text(loaded, unit=unit, ticks_per_half=ticks_per_half, csv=csv,
+                                     all_percentiles=all_percentiles))
 
 
 def _write_merged(files: list[Path], merged_dir: Path | None, names: list[str], max_latency_ms: float | None,

@@ -210,8 +210,7 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
             s = summaries[name]
             for w in s["details"]["warnings"]:
                 typer.echo(f"warning: {name}: {w}", err=True)
-            p = s["percentiles_ns"]
-            typer.echo(f"{name}: matched {s['matched']} lost {s['lost']}  p50 {p['50']} ns  p99 {p['99']} ns  "
+            typer.echo(f"{name}: matched {s['matched']} lost {s['lost']}  {_pct(s, '50')}  {_pct(s, '99')}  "
                        f"max {s['max_ns']} ns")
         else:
             typer.echo(f"benchbook latency: error: pair {name}: {failed[name]} ({finals[name]} left unchanged)",
@@ -225,6 +224,14 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
     typer.echo(f"wrote {out}/: {len(pairs)} pair folders, merged.hlog, merged.json")
     if any(s["matched"] == 0 for s in summaries.values()):
         raise typer.Exit(1)
+
+
+def _pct(summary: dict, p: str) -> str:
+    """"p99 12345 ns", or "p99 not resolvable at N = ..." when the packet count cannot resolve it."""
+    v = summary["percentiles_ns"].get(p)
+    if v is None:
+        return f"p{p} " + summary.get("unresolved_percentiles", {}).get(p, "no value")
+    return f"p{p} {v} ns"
 
 
 def write_merged(out: Path, names: list[str], max_latency_ns: int) -> dict:

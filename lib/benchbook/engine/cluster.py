@@ -178,7 +178,7 @@ def ssh_cluster_arguments(inventory: str | os.PathLike, remote_python: str | Non
     worker on every host; asyncssh logs in with each host's user, port and identity_file and checks host
     keys against the inventory's UserKnownHostsFile (else ~/.ssh/known_hosts; never trust-on-first-use).
     Every host must run this Python (``remote_python``, default this interpreter's path) with benchbook."""
-    from benchbook.testbed.ssh import Inventory
+    from benchbook.testbed.inventory import Inventory
 
     inv = Inventory.from_toml(Path(inventory))
     known = inv.known_hosts or known_hosts_file(inv.ssh_options) or os.path.expanduser("~/.ssh/known_hosts")

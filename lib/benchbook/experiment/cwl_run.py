@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
-from benchbook.experiment.record import write_json_atomic, write_record
+from benchbook.experiment.record import write_record
 from benchbook.experiment.runner import RunResult, copy_environment_files, new_run_id, now_iso
 from benchbook.paths import RUNS_DIR
 from benchbook.testbed.ssh_host import SshHost
@@ -44,17 +45,17 @@ class RemoteTarget:
     ready_timeout_s: float = READY_TIMEOUT_S
 
     def host(self, log: CommandLog) -> SshHost:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         return Inventory.from_toml(self.inventory).ssh_host(self.role, log=log)
 
     def workdir(self) -> str:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         return Inventory.from_toml(self.inventory).role(self.role).workdir
 
     def describe(self) -> dict[str, Any]:
-        from benchbook.testbed.ssh import Inventory
+        from benchbook.testbed.inventory import Inventory
 
         inv = Inventory.from_toml(self.inventory)
         h = inv.role(self.role)

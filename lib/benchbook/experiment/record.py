@@ -1,17 +1,18 @@
-"""Run records (run.json): the schema, validation on write and on read, atomic writes, discovery, and
-runs whose process is gone while their record still says "running" (`mark_abandoned`)."""
+"""Run records (run.json): the schema, validation on write and on read, atomic writes (by
+:func:`benchbook.atomic_write.write_json_atomic`), discovery, and runs whose process is gone while their
+record still says "running" (`mark_abandoned`)."""
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 
 SCHEMA_PATH = Path(__file__).with_name("run.schema.json")
@@ -51,47 +52,6 @@ def validate_record(record: dict[str, Any], source: str = "run record") -> None:
     if errors:
         raise RunRecordError(f"{source}: does not follow {SCHEMA_PATH.name} (schema version "
                              f"{SCHEMA_VERSION}): " + "; ".join(errors[:5]))
-
-
-def json_safe(data: Any) -> Any:
-    """`data` with every NaN or infinite float replaced by the string "NaN", "Infinity" or
-    "-Infinity" (JSON has no such numbers; json.dump would write invalid JSON)."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return "NaN" if math.isnan(data) else ("Infinity" if data > 0 else "-Infinity")
-    if isinstance(data, dict):
-        return {k: json_safe(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [json_safe(v) for v in data]
-    return data
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temporary file in the same directory, fsync, and rename it into place;
-    always valid JSON (non-finite floats as strings, see json_safe). An OSError names ``path``
-    (e.g. "[Errno 28] No space left on device: '<path>'"); the previous file is then unchanged."""
-    path = Path(path)
-    data = json_safe(data)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False, default=str, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(path)) from exc
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 def write_record(run_dir: Path, record: dict[str, Any]) -> None:

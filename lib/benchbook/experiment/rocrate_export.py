@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from benchbook.experiment.record import json_safe, read_record
+from benchbook.atomic_write import json_safe
+from benchbook.experiment.record import read_record
 
 PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.experiment.record import mark_abandoned, record_owner, write_json_atomic, write_record  # noqa: F401
+from benchbook.experiment.record import mark_abandoned, record_owner, write_record
 from benchbook.paths import RUNS_DIR
 
 if TYPE_CHECKING:

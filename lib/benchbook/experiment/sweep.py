@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.lock import ExperimentLock
-from benchbook.experiment.record import RunRecordError, read_record, write_json_atomic, write_record
+from benchbook.experiment.record import RunRecordError, read_record, write_record
 from benchbook.paths import RUNS_DIR
 
 SWEEP_NAME = "sweep.json"

@@ -1,6 +1,7 @@
 """benchbook.figures: plotly figure builders in one house style, and saving them.
 
     hdr_percentile_plot    latency vs percentile on a 1/(1-p) axis (HDR plot)
+    hdr_run_bands_plot     the HDR plot of two sets of runs: median over runs with run-level bands, sign flips
     worst_latency_scatter  worst-N latencies over time
     histogram_plot         bucketed latency histograms (step outlines)
     cdf_plot               CDF or CCDF (exact step functions)
@@ -18,6 +19,7 @@ from benchbook.figures.bars import bar_plot, fairness_bars
 from benchbook.figures.distribution import cdf_plot, ecdf, histogram_plot, value_counts
 from benchbook.figures.export import export_session, find_browser, save_figure, static_export_status
 from benchbook.figures.hdr import hdr_percentile_plot, ladder_series, percentile_ticks, percentile_to_x
+from benchbook.figures.hdr_runs import hdr_run_bands_plot
 from benchbook.figures.rate import rate_panels
 from benchbook.figures.repeats import per_repeat_bars
 from benchbook.figures.return_level import return_level_plot, return_levels_by_repeat
@@ -36,6 +38,7 @@ __all__ = [
     "fairness_bars",
     "find_browser",
     "hdr_percentile_plot",
+    "hdr_run_bands_plot",
     "histogram_plot",
     "ladder_series",
     "line_plot",

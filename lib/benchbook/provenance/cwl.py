@@ -289,6 +289,8 @@ def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
             "ticks_per_half": _input("int?", "percentile ticks per half distance (default 5)",
                                      prefix="--ticks-per-half", position=2),
             "csv": _flag("--csv", "percentile distribution as CSV"),
+            "all_percentiles": _flag("--all-percentiles", "every percentile row, also those the sample count "
+                                     "cannot resolve, as HistogramLogProcessor prints them"),
             "merged_dir": _input("string?", "write merged.hlog and merged.json into this directory (. for the "
                                  "output directory) instead of printing a distribution", prefix="--merged-dir",
                                  position=2),
@@ -312,13 +314,17 @@ def hist_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
 def perf_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
     return _tool(
         ["benchbook", "perf"], "benchbook perf: counters of perf stat output files",
-        "Counters of perf stat outputs (value, unit, variation over -r runs, enabled %, metric); "
-        "<not supported>/<not counted> are missing, never zero. Exit 1 on a malformed file.",
+        "Counters of perf stat outputs, one record per report (a file may hold several: appended runs, shell "
+        "logs), each read with its own number format (value, unit, variation over -r runs, enabled %, metric); "
+        "<not supported>/<not counted> are missing, never zero. Exit 1 when a report cannot be read (the others "
+        "are still printed).",
         {
             "files": _input("File[]", "files perf stat wrote (its stderr or -o FILE)", position=1),
-            "json": _flag("--json", "every counter and the footer as JSON (default true)") | {"default": True},
-            "decimal": _input("string?", "decimal mark of the numbers, '.' or ',' (default: told from the report)",
-                              prefix="--decimal", position=2),
+            "json": _flag("--json", "a list of reports with counters and footers as JSON (default true)")
+            | {"default": True},
+            "decimal": _input("string?", "decimal mark of the numbers in every report, '.' or ',' (default: told "
+                              "from each report)", prefix="--decimal", position=2),
+            "report_number": _input("int?", "only report N of each file (1-based)", prefix="--report", position=3),
             "report_name": {"type": "string", "default": "perf.json", "doc": "file name of the result"},
         },
         {"report": {"type": "stdout", "doc": "the counters"}},

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.atomic_write import write_json_atomic
 from benchbook.reproduce.registry import FigureEntry, PublishedValue
 
 STATUSES = ("match", "mismatch", "not derivable", "figure only", "info")
@@ -226,8 +227,6 @@ class Verdict:
         """Write verdict.json, and for the run record metrics.json (the verdict counts) and
         capabilities.json (figure formats that could not be produced, with the reason); both
         are merged with what the notebook may already have written there."""
-        from benchbook.experiment.runner import write_json_atomic
-
         self.finalize()
         out = Path(output_dir)
         path = out / VERDICT_FILE

@@ -1,142 +1,167 @@
-"""Devices under test, registered by name; each is a context manager yielding a RunningDuT.
+"""Devices under test, registered by name; each kind plans its steps (`DutPlan`) on the local testbed.
 
-Factory signature (every kind, including ``testpmd-lxc`` in ``benchbook.testbed.lxc_dut``)::
+Planner signature (every kind, including ``testpmd-lxc`` in ``benchbook.testbed.lxc_dut``)::
 
-    factory(testbed, *, cpu: int, isolation: IsolationInfo | None,
-            ingress: str = "din", egress: str = "dout", **options) -> ContextManager[RunningDuT]
+    planner(testbed, *, cpu: int, recipe: Recipe | None, ingress: str = "din", egress: str = "dout",
+            **options) -> DutPlan
 
-``testbed`` is a started LocalTestbed (role "dut" holds the ingress/egress veth ends);
-``isolation.dut_procs_file`` is where the DuT's pid goes to enter the DuT cgroup. On exit the
-DuT is stopped and ``RunningDuT.stats`` holds its final counters.
+``testbed`` is a LocalTestbed (its names; it need not be up yet: the plan is made before it runs), role
+"dut" holds the ingress/egress veth ends; ``recipe.dut_procs_file`` is where the DuT's pid goes to enter
+the DuT cgroup. The DuT's ``start`` steps bring it up and set the run-time value ``DUT_INGRESS_MAC`` (and
+``DUT_PID`` when it is a process, for perf stat); its ``stop`` steps run after the load (also after a
+failure) and leave its final counters in the execution's outputs, which ``DutPlan.stats`` reads.
 
 Kinds here:
 - ``testpmd``: dpdk-testpmd, ``--no-huge --no-pci``, two net_af_packet vdevs on the DuT's
   (promiscuous) veth ends, io forwarding, both lcores pinned to the DuT core, started inside
   the DuT cgroup (so its threads never run elsewhere).
 - ``kernel``: the kernel's own IPv4 forwarding in the DuT namespace (ip_forward=1, static
-  neighbour for the sink); no process, so ``pid`` is None and perf stat does not apply.
+  neighbour for the sink); no process, so perf stat does not apply.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.errors import BenchbookError
 from benchbook.testbed.names import make_name
-from benchbook.testbed.procinfo import cpus_allowed
-from benchbook.tools.host import describe_exit
+from benchbook.testbed.plan import Execution, Step
+from benchbook.tools import testpmd
 
 SINK_IP = "10.250.1.2"
 SRC_IP = "10.250.0.1"
 
 
-class DutError(BenchbookError, RuntimeError):
-    """The DuT failed during a measurement (its process ended before it was stopped)."""
-
-
 @dataclass
 class RunningDuT:
+    """A DuT that runs itself (a context manager of its kind yields one): its pid, CPU, description,
+    final counters and the MAC the load generator must address (DuT ingress)."""
+
     kind: str
     pid: int | None
     cpu: int | None
     description: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
-    dst_mac: str | None = None   # the MAC the load generator must address (DuT ingress)
+    dst_mac: str | None = None
 
 
-_REGISTRY: dict[str, str | Callable[..., Any]] = {
-    "testpmd": "benchbook.testbed.dut:testpmd_dut",
-    "kernel": "benchbook.testbed.dut:kernel_dut",
-    "testpmd-lxc": "benchbook.testbed.lxc_dut:testpmd_lxc_dut",
+@dataclass
+class DutPlan:
+    """The steps of a DuT kind: up and ready, then (after the load) stopped with its counters read."""
+
+    kind: str
+    start: list[Step]
+    stop: list[Step]
+    description: dict[str, Any]
+    process: bool = True                       # a process perf stat can attach to (DUT_PID)
+    teardown: list[Step] = field(default_factory=list)
+    stats_of: Callable[[Execution], dict[str, Any]] = lambda ex: {}
+
+    def stats(self, execution: Execution) -> dict[str, Any]:
+        return self.stats_of(execution)
+
+    def describe(self, execution: Execution) -> dict[str, Any]:
+        """The description, with what is known once it ran (where its process may run)."""
+        out = execution.outputs.get("dut", {})
+        return {**self.description, **out.get("description", {}),
+                **({"cpus_allowed": out["cpus_allowed"]} if "cpus_allowed" in out else {})}
+
+
+def mac_step(testbed: Any, short: str, value: str, note: str) -> Step:
+    """Read the MAC address of a testbed interface into a run-time value."""
+    return Step("run", testbed.role_of(short), ["cat", f"/sys/class/net/{testbed.ifname(short)}/address"],
+                produces=(value,), note=note)
+
+
+_REGISTRY: dict[str, str | Callable[..., DutPlan]] = {
+    "testpmd": "benchbook.testbed.dut:plan_testpmd",
+    "kernel": "benchbook.testbed.dut:plan_kernel",
+    "testpmd-lxc": "benchbook.testbed.lxc_dut:plan_testpmd_lxc",
 }
 
 
-def register_dut(name: str, factory: str | Callable[..., Any]) -> None:
-    _REGISTRY[name] = factory
+def register_dut(name: str, planner: str | Callable[..., DutPlan]) -> None:
+    _REGISTRY[name] = planner
 
 
 def dut_kinds() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_dut_factory(kind: str) -> Callable[..., Any]:
+def plan_dut(kind: str, testbed: Any, **kwargs: Any) -> DutPlan:
+    """The DutPlan of a kind (see the module docstring for the arguments)."""
     try:
         ref = _REGISTRY[kind]
     except KeyError:
         raise KeyError(f"unknown DuT kind {kind!r}; known: {', '.join(dut_kinds())}") from None
     if callable(ref):
-        return ref
+        return ref(testbed, **kwargs)
     module, _, attr = ref.partition(":")
     try:
-        return getattr(importlib.import_module(module), attr)
+        planner = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(f"DuT kind {kind!r} ({ref}) is not available: {exc}") from exc
+    return planner(testbed, **kwargs)
 
 
-def open_dut(kind: str, testbed: Any, **kwargs: Any) -> Any:
-    """The context manager of DuT kind (see the module docstring for the arguments)."""
-    return get_dut_factory(kind)(testbed, **kwargs)
-
-
-@contextlib.contextmanager
-def testpmd_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: str = "din", egress: str = "dout",
-                mem_mb: int = 256, nb_mbufs: int = 8192, burst: int = 32) -> Iterator[RunningDuT]:
-    from benchbook.tools import testpmd
-
-    if testpmd.available() is None:
-        raise RuntimeError("dpdk-testpmd not installed (Debian packages dpdk, dpdk-dev)")
+def plan_testpmd(testbed: Any, *, cpu: int, recipe: Any = None, ingress: str = "din", egress: str = "dout",
+                 mem_mb: int = 256, nb_mbufs: int = 8192, burst: int = 32) -> DutPlan:
     ifaces = [testbed.ifname(ingress), testbed.ifname(egress)]
     argv = testpmd.build_argv(ifaces, main_cpu=cpu, fwd_cpu=cpu, file_prefix=make_name(testbed.token, "tp"),
                               mem_mb=mem_mb, nb_mbufs=nb_mbufs, burst=burst)
-    procs_file = isolation.dut_procs_file if isolation is not None else None
-    tp = testpmd.start_testpmd(testbed.host("dut"), argv, join_cgroup=str(procs_file) if procs_file else None)
-    dut = RunningDuT(kind="testpmd", pid=tp.pid, cpu=cpu, dst_mac=testbed.mac(ingress), description={
-        "kind": "testpmd", "argv": argv, "forward_mode": "io", "ports": ifaces, "cpu": cpu,
-        "cgroup_procs_file": str(procs_file) if procs_file else None,
-        "cpus_allowed": cpus_allowed(tp.pid),
-    })
-    try:
-        yield dut
-    finally:
-        ended = tp.command.poll()  # not None: testpmd ended before it was stopped
-        dut.stats = tp.stop()
-        dut.stats["log_tail"] = "".join(tp.lines[-60:])
-    if ended is not None:
-        out = tp.command.log.path(tp.command.record.stdout)
-        raise DutError(f"dpdk-testpmd (pid {tp.pid}) ended during the measurement ({describe_exit(ended)})"
-                       + (f"; its output: {out}" if out is not None else ""))
+    procs = recipe.dut_procs_file if recipe is not None else None
+    where = f", started inside the DuT cgroup ({procs})" if procs else ""
+    start = [Step("start", "dut", argv, name="dut", tool="testpmd", produces=("DUT_PID",),
+                  options={"join_cgroup": procs} if procs else {},
+                  note=f"dpdk-testpmd, io forwarding on CPU {cpu}{where}; ready once it forwards on both ports"),
+             mac_step(testbed, ingress, "DUT_INGRESS_MAC", "the DuT's ingress MAC: the load generator's destination")]
+    stop = [Step("stop", "dut", name="dut", always=True, note="dpdk-testpmd (SIGINT) prints its forward statistics")]
+
+    def stats(ex: Execution) -> dict[str, Any]:
+        got = ex.outputs.get("dut", {}).get("stats", {})
+        return {k: v for k, v in got.items() if k != "log_tail"}
+
+    return DutPlan("testpmd", start, stop, {"kind": "testpmd", "argv": argv, "forward_mode": "io", "ports": ifaces,
+                                            "cpu": cpu, "cgroup_procs_file": procs}, stats_of=stats)
 
 
-def _read_counter(testbed: Any, ifname: str, name: str) -> int | None:
-    r = testbed.run("dut", ["cat", f"/sys/class/net/{ifname}/statistics/{name}"], check=False)
-    return int(r.stdout) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+def _counter(testbed: Any, short: str, counter: str, name: str, **kw: Any) -> Step:
+    return Step("run", testbed.role_of(short), ["cat", f"/sys/class/net/{testbed.ifname(short)}/statistics/{counter}"],
+                name=name, check=False, note=f"{counter} of {testbed.ifname(short)}", **kw)
 
 
-@contextlib.contextmanager
-def kernel_dut(testbed: Any, *, cpu: int | None = None, isolation: Any = None, ingress: str = "din",
-               egress: str = "dout", sink: str = "ts0") -> Iterator[RunningDuT]:
+def plan_kernel(testbed: Any, *, cpu: int | None = None, recipe: Any = None, ingress: str = "din",
+                egress: str = "dout", sink: str = "ts0") -> DutPlan:
     din, dout = testbed.ifname(ingress), testbed.ifname(egress)
-    testbed.run("dut", ["ip", "addr", "add", "10.250.0.2/24", "dev", din])
-    testbed.run("dut", ["ip", "addr", "add", "10.250.1.1/24", "dev", dout])
-    testbed.run("dut", ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-    for dev in ("all", "default", din, dout):
-        testbed.run("dut", ["sysctl", "-q", "-w", f"net.ipv4.conf.{dev}.rp_filter=0"], check=False)
-    testbed.run("dut", ["ip", "neigh", "replace", SINK_IP, "lladdr", testbed.mac(sink), "dev", dout,
-                        "nud", "permanent"])
-    dut = RunningDuT(kind="kernel", pid=None, cpu=None, dst_mac=testbed.mac(ingress), description={
+    start = [Step("run", "dut", ["ip", "addr", "add", "10.250.0.2/24", "dev", din]),
+             Step("run", "dut", ["ip", "addr", "add", "10.250.1.1/24", "dev", dout]),
+             Step("run", "dut", ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], note="IPv4 forwarding in the DuT"),
+             *[Step("run", "dut", ["sysctl", "-q", "-w", f"net.ipv4.conf.{dev}.rp_filter=0"], check=False)
+               for dev in ("all", "default", din, dout)],
+             mac_step(testbed, sink, "SINK_MAC", "the sink's MAC: the DuT's static neighbour"),
+             Step("run", "dut", ["ip", "neigh", "replace", SINK_IP, "lladdr", "SINK_MAC", "dev", dout, "nud",
+                                 "permanent"]),
+             mac_step(testbed, ingress, "DUT_INGRESS_MAC", "the DuT's ingress MAC: the load generator's destination"),
+             _counter(testbed, ingress, "rx_packets", "dut.rx_before"),
+             _counter(testbed, egress, "tx_packets", "dut.tx_before")]
+    stop = [_counter(testbed, ingress, "rx_packets", "dut.rx_after", always=True),
+            _counter(testbed, egress, "tx_packets", "dut.tx_after", always=True)]
+
+    def stats(ex: Execution) -> dict[str, Any]:
+        def count(name: str) -> int | None:
+            out = ex.outputs.get(name, {})
+            text = str(out.get("stdout", "")).strip()
+            return int(text) if out.get("exit_code") == 0 and text.isdigit() else None
+
+        return {"ingress_rx_packets": _delta(count("dut.rx_after"), count("dut.rx_before")),
+                "egress_tx_packets": _delta(count("dut.tx_after"), count("dut.tx_before"))}
+
+    return DutPlan("kernel", start, stop, {
         "kind": "kernel", "forwarding": "IPv4 ip_forward in the DuT namespace",
         "note": "softirq forwarding runs on the sender's CPU (veth); no DuT process to pin or perf-stat",
-    })
-    before = {n: _read_counter(testbed, d, n) for d, n in ((din, "rx_packets"), (dout, "tx_packets"))}
-    try:
-        yield dut
-    finally:
-        dut.stats = {"ingress_rx_packets": _delta(_read_counter(testbed, din, "rx_packets"), before["rx_packets"]),
-                     "egress_tx_packets": _delta(_read_counter(testbed, dout, "tx_packets"), before["tx_packets"])}
+    }, process=False, stats_of=stats)
 
 
 def _delta(a: int | None, b: int | None) -> int | None:

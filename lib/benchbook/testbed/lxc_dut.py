@@ -39,8 +39,10 @@ from typing import Any
 
 from benchbook.testbed.capabilities import NotRunnable, probe_cgroup_v2_cpuset
 from benchbook.testbed.cleanup import container_pids, lxc_cgroup_dirs, monitor_pids, remove_container_cgroups
-from benchbook.testbed.dut import RunningDuT
+from benchbook.testbed.dut import DutPlan, RunningDuT
+from benchbook.testbed.isolation import IsolationInfo
 from benchbook.testbed.names import make_name, new_token
+from benchbook.testbed.plan import Execution, Step
 from benchbook.testbed.procinfo import cpus_allowed
 from benchbook.testbed.rootfs import RootfsRecipe, ensure_rootfs, rootfs_info
 from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
@@ -401,3 +403,28 @@ def testpmd_lxc_dut(testbed: Any, *, cpu: int, isolation: Any = None, ingress: s
     finally:
         if running is not None:
             running.stats = {**dut.stats, "record": dut.record()}
+
+
+def plan_testpmd_lxc(testbed: Any, *, cpu: int, recipe: Any = None, ingress: str = "din", egress: str = "dout",
+                     **options: Any) -> DutPlan:
+    """DuT kind testpmd-lxc for benchbook.testbed.dut: one step that runs the container (testpmd_lxc_dut) inside
+    the recipe's DuT cgroup; its lxc-* commands go to the command log as they run (they are not listed in the
+    plan: the root file system, the veth moves and the container's start depend on this host)."""
+    def open_container(env: Any) -> Any:
+        iso = None
+        if recipe is not None:
+            iso = IsolationInfo(recipe.mode, recipe.dut_cpus, recipe.housekeeping_cpus, Path(recipe.dut_procs_file),
+                                report={"housekeeping_cgroup": recipe.housekeeping_cgroup})
+        return testpmd_lxc_dut(env, cpu=cpu, isolation=iso, ingress=ingress, egress=egress, **options)
+
+    start = [Step("start", "", [], name="dut", tool="context", produces=("DUT_PID", "DUT_INGRESS_MAC"),
+                  options={"open": open_container},
+                  note=f"{KIND}: dpdk-testpmd as the init of an LXC container on CPU {cpu} (benchbook.testbed.lxc_dut; "
+                       "its lxc-* commands are logged as they run)")]
+    stop = [Step("stop", "", name="dut", always=True, note="the container's testpmd prints its statistics; "
+                                                            "the container is stopped and destroyed")]
+
+    def stats(ex: Execution) -> dict[str, Any]:
+        return {k: v for k, v in ex.outputs.get("dut", {}).get("stats", {}).items() if k != "log_tail"}
+
+    return DutPlan(KIND, start, stop, {"kind": KIND, "cpu": cpu}, stats_of=stats)

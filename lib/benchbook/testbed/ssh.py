@@ -3,13 +3,15 @@
 A host inventory (TOML, format in docs/testbed-inventory.md, example in examples/testbed.toml)
 names the hosts of the three roles - loadgen (MoonGen), dut (an LXC container running DPDK
 testpmd on the DuT's NICs) and timestamper (MoonSniff) - with addresses, users, interfaces,
-PCI ids and cores. `SshBackend.plan(...)` turns one measurement into an ordered list of steps,
-each a command one host runs; the tool command lines in them (perf, dpdk-testpmd, lxc-*,
-MoonGen, tcpdump) come from the builders in :mod:`benchbook.tools`. Each host is an
+PCI ids and cores (:mod:`benchbook.testbed.inventory`). `SshBackend.plan(measurement)` turns one
+measurement into a `Plan`: an ordered list of steps (:mod:`benchbook.testbed.plan`), each a command
+one host runs; the tool command lines in them (perf, dpdk-testpmd, lxc-*, MoonGen, tcpdump) come from
+the builders in :mod:`benchbook.tools`, the DuT's cgroup isolation from the recipes of
+:mod:`benchbook.testbed.isolation` that the local backend runs too. Each host is an
 :class:`~benchbook.testbed.ssh_host.SshHost` (ssh/scp with the inventory's options). The dry run
-lists the commands and touches nothing; `execute` runs them in order, keeps every command in
-the one command log (``<run_dir>/raw/commands.jsonl``, outputs in ``raw/cmd/``) and collects the
-remote raw data (pcaps, histogram CSVs, perf output, logs) into ``<run_dir>/raw/<role>/``.
+lists the commands and touches nothing; `execute(plan, log)` runs them with the one plan executor,
+every command in the one command log (``<run_dir>/raw/commands.jsonl``, outputs in ``raw/cmd/``), and
+collects the remote raw data (pcaps, histogram CSVs, perf output, logs) into ``<run_dir>/raw/<role>/``.
 
 Files the steps need on a remote host (the container's LXC config) are written locally into
 ``<run_dir>/setup/`` first and copied with scp, so the exact file is part of the run record.
@@ -17,249 +19,29 @@ Files the steps need on a remote host (the container's LXC config) are written l
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
+import math
 import re
 import shlex
 import sys
-import time
-import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchbook.errors import BenchbookError
+from benchbook.testbed.inventory import Inventory
+from benchbook.testbed.isolation import cset_shield, dut_cpuset, systemd_slices, v2_partition
+from benchbook.testbed.plan import Measurement, Plan, PlanError, Step, StepEnv, execute
 from benchbook.testbed.ssh_host import SshHost
 from benchbook.tools import loadgen, lxc, moongen, perf, tcpdump, testpmd
 from benchbook.tools.host import CommandLog
+from benchbook.tools.loadgen import BINARY as LOCAL_BB_LOADGEN
 
-ROLES = ("loadgen", "dut", "timestamper")
+__all__ = ["Measurement", "SshBackend", "Step", "collected_results", "shell_join"]
+
 UDP_DPORT = 5678              # bb-loadgen's destination port; the captures keep only these frames
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-_PCI_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-
-
-class InventoryError(BenchbookError, ValueError):
-    """The inventory file is malformed; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class Interface:
-    name: str                 # kernel name (before DPDK takes it), e.g. "ens1f0"
-    pci: str = ""             # PCI address, e.g. "0000:03:00.0"; "" = a kernel interface (no DPDK NIC)
-    port: int = 0             # DPDK port number on that host (order of the allow-list)
-    peer: str = ""            # "<host>:<interface>" on the other end of the cable/tap
-
-
-@dataclass(frozen=True)
-class InventoryHost:
-    name: str
-    role: str
-    address: str
-    user: str = "root"
-    port: int = 22
-    identity_file: str | None = None      # ssh -i
-    proxy_jump: str | None = None         # ssh -J (scp: -J as well)
-    interfaces: tuple[Interface, ...] = ()
-    cores: tuple[int, ...] = ()           # cores benchbook may use on this host
-    housekeeping_cores: tuple[int, ...] = ()
-    workdir: str = "/srv/benchbook"
-    moongen_dir: str = "/opt/MoonGen"     # loadgen, timestamper
-    boot_parameters: tuple[str, ...] = ()  # expected on the kernel command line (checked, recorded)
-    driver: str = "vfio-pci"              # DPDK driver the NICs are bound to
-    hugepages: int = 0                    # 2 MiB pages to reserve (0: leave as is)
-    bb_loadgen: str | None = None         # loadgen: bb-loadgen on the host (else this machine's, copied or shared)
-
-    @property
-    def kernel_interfaces(self) -> bool:
-        """No interface has a PCI id: the host's NICs stay with the kernel (no DPDK binding)."""
-        return not any(i.pci for i in self.interfaces)
-
-    @property
-    def target(self) -> str:
-        return f"{self.user}@{self.address}"
-
-    def interface(self, name: str) -> Interface:
-        for i in self.interfaces:
-            if i.name == name:
-                return i
-        raise KeyError(f"host {self.name} has no interface {name!r}")
-
-
-@dataclass(frozen=True)
-class Inventory:
-    name: str
-    hosts: tuple[InventoryHost, ...]
-    ssh_options: tuple[str, ...] = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
-    source: str = "<dict>"
-    known_hosts: str | None = None        # pinned host keys: StrictHostKeyChecking=yes against this file only
-
-    @property
-    def connect_options(self) -> tuple[str, ...]:
-        """ssh/scp options as used: the pinned known_hosts first (ssh keeps the first value of an option)."""
-        pin = ("-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
-               "-o", "GlobalKnownHostsFile=/dev/null") if self.known_hosts else ()
-        return pin + self.ssh_options
-
-    def role(self, role: str) -> InventoryHost:
-        for h in self.hosts:
-            if h.role == role:
-                return h
-        raise KeyError(f"{self.source}: no host with role {role!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> Inventory:
-        def need(d: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
-            if key not in d:
-                raise InventoryError(f"{source}: {where}: missing key {key!r}")
-            if not isinstance(d[key], kind):
-                raise InventoryError(f"{source}: {where}.{key}: expected {getattr(kind, '__name__', kind)}, "
-                                     f"got {type(d[key]).__name__} {d[key]!r}")
-            return d[key]
-
-        tb = data.get("testbed", {})
-        if not isinstance(tb, Mapping):
-            raise InventoryError(f"{source}: [testbed] must be a table")
-        raw_hosts = data.get("hosts")
-        if not isinstance(raw_hosts, list) or not raw_hosts:
-            raise InventoryError(f"{source}: expected one or more [[hosts]] tables")
-        hosts = []
-        for n, h in enumerate(raw_hosts):
-            where = f"hosts[{n}]"
-            name = need(h, "name", where)
-            where = f"hosts[{n}] ({name})"
-            if not _NAME_RE.match(name):
-                raise InventoryError(f"{source}: {where}: name may hold letters, digits, '_', '.', '-'")
-            role = need(h, "role", where)
-            if role not in ROLES:
-                raise InventoryError(f"{source}: {where}.role: {role!r} is not one of {', '.join(ROLES)}")
-            ifaces = []
-            for k, i in enumerate(h.get("interfaces", [])):
-                iw = f"{where}.interfaces[{k}]"
-                pci = str(i.get("pci", ""))
-                if pci and not _PCI_RE.match(pci):
-                    raise InventoryError(f"{source}: {iw}.pci: {pci!r} is not a PCI address like 0000:03:00.0")
-                ifaces.append(Interface(name=need(i, "name", iw), pci=pci, port=int(i.get("port", k)),
-                                        peer=str(i.get("peer", ""))))
-            cores = h.get("cores", [])
-            hk = h.get("housekeeping_cores", [])
-            for key, val in (("cores", cores), ("housekeeping_cores", hk)):
-                if not isinstance(val, list) or not all(isinstance(c, int) and c >= 0 for c in val):
-                    raise InventoryError(f"{source}: {where}.{key}: expected a list of core numbers")
-            known = {"name", "role", "address", "user", "port", "interfaces", "cores", "housekeeping_cores",
-                     "workdir", "moongen_dir", "boot_parameters", "driver", "hugepages", "identity_file",
-                     "proxy_jump", "bb_loadgen"}
-            unknown = sorted(set(h) - known)
-            if unknown:
-                raise InventoryError(f"{source}: {where}: unknown key(s) {unknown}; known: {sorted(known)}")
-            hosts.append(InventoryHost(
-                name=name, role=role, address=need(h, "address", where), user=str(h.get("user", "root")),
-                port=int(h.get("port", 22)),
-                identity_file=str(h["identity_file"]) if h.get("identity_file") else None,
-                proxy_jump=str(h["proxy_jump"]) if h.get("proxy_jump") else None,
-                interfaces=tuple(ifaces), cores=tuple(cores),
-                housekeeping_cores=tuple(hk), workdir=str(h.get("workdir", "/srv/benchbook")),
-                moongen_dir=str(h.get("moongen_dir", "/opt/MoonGen")),
-                boot_parameters=tuple(str(p) for p in h.get("boot_parameters", [])),
-                driver=str(h.get("driver", "vfio-pci")), hugepages=int(h.get("hugepages", 0)),
-                bb_loadgen=str(h["bb_loadgen"]) if h.get("bb_loadgen") else None,
-            ))
-        roles = [h.role for h in hosts]
-        for r in ROLES:
-            if roles.count(r) != 1:
-                raise InventoryError(f"{source}: expected exactly one host with role {r!r}, found {roles.count(r)}")
-        dut = next(h for h in hosts if h.role == "dut")
-        if len(dut.interfaces) != 2:
-            raise InventoryError(f"{source}: the dut host needs two interfaces (ingress, egress), "
-                                 f"has {len(dut.interfaces)}")
-        if not dut.cores:
-            raise InventoryError(f"{source}: the dut host needs cores = [<DuT core>, ...]")
-        for r in ("loadgen", "timestamper"):
-            h = next(x for x in hosts if x.role == r)
-            if len(h.interfaces) < 2:
-                raise InventoryError(f"{source}: the {r} host needs two interfaces, has {len(h.interfaces)}")
-        opts = tb.get("ssh_options")
-        known_hosts = tb.get("known_hosts")
-        if known_hosts is not None:
-            if not isinstance(known_hosts, str) or not known_hosts:
-                raise InventoryError(f"{source}: [testbed].known_hosts: expected the path of a known_hosts file")
-            kh = Path(known_hosts).expanduser()
-            if not kh.is_absolute() and source != "<dict>":
-                kh = Path(source).parent / kh
-            known_hosts = str(kh)
-            for o in opts or ():
-                if re.fullmatch(r"(?i)(StrictHostKeyChecking|UserKnownHostsFile)[= ].*", str(o)):
-                    raise InventoryError(f"{source}: [testbed].ssh_options: {o!r} conflicts with known_hosts "
-                                         "(host keys are checked strictly against that file)")
-        return cls(name=str(tb.get("name", "testbed")), hosts=tuple(hosts), source=source,
-                   ssh_options=tuple(opts) if opts is not None else cls.ssh_options, known_hosts=known_hosts)
-
-    def ssh_host(self, role: str, log: CommandLog | None = None) -> SshHost:
-        """The host of a role, reached with ssh/scp with this inventory's options."""
-        h = self.role(role)
-        return SshHost(name=role, address=h.address, user=h.user, port=h.port, identity_file=h.identity_file,
-                       proxy_jump=h.proxy_jump, options=self.connect_options, log=log or CommandLog())
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> Inventory:
-        p = Path(path)
-        try:
-            with open(p, "rb") as fh:
-                data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise InventoryError(f"{p}: {exc}") from exc
-        except OSError as exc:
-            raise InventoryError(f"{p}: cannot read the inventory: {exc.strerror}") from exc
-        return cls.from_dict(data, source=str(p))
-
-
-@dataclass
-class Step:
-    """One command of the plan, in order.
-
-    kind: ``run`` (argv on the role's host; ``["sh", "-c", SCRIPT]`` for shell lines), ``put``
-    (copy ``local`` to ``remote`` on the host), ``fetch`` (copy ``remote`` to ``local``), ``file``
-    (write ``content`` to ``local`` on this machine) or ``wait`` (``seconds``)."""
-
-    kind: str
-    role: str = ""
-    argv: list[str] = field(default_factory=list)
-    note: str = ""
-    check: bool = True
-    teardown: bool = False
-    seconds: float = 0.0
-    content: str = ""
-    local: str = ""
-    remote: str = ""
-    always: bool = False          # run also after a failed step (collection), before the teardown
-
-    @property
-    def remote_line(self) -> str:
-        """What the host runs (kind ``run``), as its shell gets it."""
-        from benchbook.testbed.ssh_host import remote_command
-
-        return remote_command(self.argv)
-
-
-@dataclass
-class Measurement:
-    """One point of the experiment: what the paper varies, plus where things go."""
-
-    run_id: str
-    cgroup_mode: str = "v2"             # "v1" | "v2": the DuT's booted hierarchy (checked, not set)
-    rate_pps: float = 1.52e6
-    frame_size: int = 64
-    duration_s: int = 60
-    repetition: int = 0
-    perf_events: tuple[str, ...] = ("instructions", "branches", "cpu-migrations", "context-switches", "task-clock")
-    container: str = "bb-dut"
-    timestamper: str = "moonsniff"      # "moonsniff" (DPDK, hardware timestamps) | "tcpdump" (kernel NICs)
-    token: str = ""                     # run token of what the plan names on the hosts (execute draws one)
-
-    def rate_mbit(self) -> float:
-        """l2-load-latency takes Mbit/s; MoonGen's rate counts the frame with its 4-byte CRC
-        (size + 4 bytes), not preamble and gap. Recorded with the run."""
-        return round(self.rate_pps / 1e6 * (self.frame_size + 4) * 8, 3)
 
 
 def shell_join(argv: Sequence[str]) -> str:
@@ -272,16 +54,24 @@ def _sh(script: str) -> list[str]:
     return ["sh", "-c", script]
 
 
+def _whole_s(m: Measurement) -> int:
+    """The sending time in whole seconds (MoonGen's and the remote timeouts' unit)."""
+    return int(math.ceil(m.duration_s))
+
+
 class SshBackend:
     """Backend "testbed" (alias "ssh"): plan (and, unless dry_run, execute) measurements on the
     inventory's hosts."""
 
     name = "testbed"
 
-    def __init__(self, inventory: Inventory | str | Path, dry_run: bool = True, out: Any = None,
-                 log: CommandLog | None = None) -> None:
+    def __init__(self, inventory: Inventory | str | Path | None = None, dry_run: bool = True, out: Any = None,
+                 log: CommandLog | None = None, probe: bool = False) -> None:
+        if inventory is None:
+            raise ValueError("backend 'testbed' needs inventory=<host inventory TOML> (see docs/testbed-inventory.md)")
         self.inventory = inventory if isinstance(inventory, Inventory) else Inventory.from_toml(inventory)
         self.dry_run = dry_run
+        self.probe_in_dry_run = probe   # a dry run asks the hosts what they have (read-only), as a real run does
         self.out = out or sys.stdout
         self.log = log or CommandLog()
         self.facts: dict[str, dict[str, str]] | None = None    # per role, what the host has (probe())
@@ -299,7 +89,7 @@ class SshBackend:
                                   file_prefix=m.container, binary="/usr/bin/dpdk-testpmd", line_buffered=False)
 
     def perf_argv(self, m: Measurement, rdir: str, window_s: float | None = None) -> list[str]:
-        return perf.build_argv(f"$(cat {rdir}/testpmd.pid)", window_s or m.duration_s + 2, events=m.perf_events,
+        return perf.build_argv(f"$(cat {rdir}/testpmd.pid)", window_s or _whole_s(m) + 2, events=m.perf_events,
                                repeats=1, output_path=f"{rdir}/perf.csv")
 
     def load_argv(self, m: Measurement, rdir: str) -> list[str]:
@@ -314,7 +104,7 @@ class SshBackend:
         if kind == "moonsniff":
             return {"sniffer": moongen.build_command("moonsniff-sniffer", {
                 "devs": [i.port for i in ts.interfaces[:2]], "output": f"{rdir}/ms",
-                "runtime": m.duration_s + 10, "capture": True})}
+                "runtime": _whole_s(m) + 10, "capture": True})}
         if kind == "tcpdump":
             filt = f"udp dst port {UDP_DPORT}" if ts.kernel_interfaces else None
             return {side: tcpdump.build_argv(i.name, f"{rdir}/{side}.pcap", direction="in" if filt else None,
@@ -346,8 +136,6 @@ class SshBackend:
     def probe(self) -> dict[str, dict[str, str]]:
         """Per role, what the host has (one ssh command each, in the command log): MoonGen, dpdk-testpmd,
         tcpdump, perf, cset, systemctl, lxc-start, the cgroup file system and cpuset controllers, bb-loadgen."""
-        from benchbook.tools.loadgen import BINARY as LOCAL_BB_LOADGEN
-
         facts: dict[str, dict[str, str]] = {}
         for h in self.inventory.hosts:
             bb = h.bb_loadgen or str(LOCAL_BB_LOADGEN)
@@ -406,8 +194,6 @@ class SshBackend:
                 raise BenchbookError(f"{inv.source}: the loadgen {lg.name} has DPDK NICs (PCI ids) but no MoonGen "
                                      f"at {lg.moongen_dir}/build/MoonGen; bb-loadgen needs kernel interfaces")
             c["loadgen"] = "bb-loadgen"
-            from benchbook.tools.loadgen import BINARY as LOCAL_BB_LOADGEN
-
             found = lgf.get("bb_loadgen", "")
             c["bb_loadgen"] = found or f"{lg.workdir}/bin/bb-loadgen"
             c["bb_loadgen_copy"] = "" if found else str(LOCAL_BB_LOADGEN)
@@ -432,8 +218,8 @@ class SshBackend:
             c["isolation"] = "cset" if dutf.get("cset", "cset") else "cpuset"
             if c["isolation"] == "cpuset":
                 subs.append({"role": "dut", "paper": "cset shield --kthread=on (every task moved off the DuT core)",
-                             "here": "a cpuset cgroup for the DuT alone (DuT core, sched_load_balance=0); other "
-                                     "tasks of the host are not moved",
+                             "here": "a cpuset cgroup for the DuT alone (DuT core, sched_load_balance=0; "
+                                     "benchbook.testbed.isolation.dut_cpuset); other tasks of the host are not moved",
                              "reason": "no cset on the DuT host"})
         else:
             c["isolation"] = "systemd" if dutf.get("systemctl", "systemctl") else "cgroup"
@@ -448,24 +234,29 @@ class SshBackend:
             c["timestamper"] = "moonsniff"
         return c
 
-    def capability_lines(self) -> list[dict[str, str]]:
-        """The substitutions of the last plan as capability lines (capability, status, detail)."""
+    def capability_lines(self, m: Measurement | None = None) -> list[dict[str, str]]:
+        """The substitutions (for ``m``, else of the last plan) as capability lines (capability, status, detail)."""
+        subs = self.choices(m)["substitutions"] if m is not None else self.substitutions
         return [{"capability": f"{s['role']}: {s['paper']}", "status": "substituted",
-                 "detail": f"{s['here']} ({s['reason']})"} for s in self.substitutions]
+                 "detail": f"{s['here']} ({s['reason']})"} for s in subs]
 
     # --- the plan -----------------------------------------------------------------------
-    def plan(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[Step]:
-        """Every command of one measurement, in order (setup, measure, collect, teardown)."""
+    def plan(self, m: Measurement) -> Plan:
+        """Every command of one measurement, in order (setup, measure, collect, teardown); ``m.run_dir`` is where
+        its files go on this machine. A real run (and a dry run with probe=True) asks the hosts first."""
+        if self.facts is None and (not self.dry_run or self.probe_in_dry_run):
+            self.probe()
         inv = self.inventory
         lg, dut, ts = inv.role("loadgen"), inv.role("dut"), inv.role("timestamper")
         ch = self.choices(m)
         self.substitutions = ch["substitutions"]
-        run_dir = str(run_dir)
+        run_dir = str(m.run_dir)
+        dur = _whole_s(m)
         steps: list[Step] = []
         rdir = {h.role: f"{h.workdir}/{m.run_id}" for h in (lg, dut, ts)}
         d = rdir["dut"]
         core = dut.cores[0]
-        tok = m.token or "000000"
+        tok = m.run_token
         cg_name = f"bbssh-{tok}-dut"      # not bb-<token>: this machine's sweep must not take it (shared kernels)
 
         def run(role: str, argv: list[str], note: str = "", check: bool = True) -> None:
@@ -509,36 +300,29 @@ class SshBackend:
             steps.append(Step("put", "loadgen", local=ch["bb_loadgen_copy"], remote=ch["bb_loadgen"],
                               note="bb-loadgen from this machine (no MoonGen on the loadgen)"))
 
-        # 3. DuT isolation (the paper's recipes) and the DuT
+        # 3. DuT isolation (the recipes of benchbook.testbed.isolation) and the DuT
         hk = ",".join(map(str, dut.housekeeping_cores)) or "0"
         cg_dir = ""
+        iso: list[Step] = []
+        iso_tear: list[Step] = []
         if m.cgroup_mode == "v1":
             if ch["isolation"] == "cset":
-                run("dut", ["cset", "shield", f"--cpu={core}", "--kthread=on"],
-                    note="cgroup v1: housekeeping cpuset, kernel threads moved off the DuT core (cset)")
-                run("dut", _sh("echo 0 > /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance"),
-                    note="cgroup v1: no load balancing on the DuT set; read back below")
-                run("dut", _sh(f"cat /sys/fs/cgroup/cpuset/user/cpuset.sched_load_balance > {d}/isolation.txt"))
+                iso, iso_tear = cset_shield("dut", core, readback_to=f"{d}/isolation.txt")
                 cg_dir = "/sys/fs/cgroup/cpuset/user"
             else:
                 cg_dir = f"/sys/fs/cgroup/cpuset/{cg_name}"
-                run("dut", _sh(f"mkdir {cg_dir} && cat /sys/fs/cgroup/cpuset/cpuset.mems > {cg_dir}/cpuset.mems && "
-                               f"echo {core} > {cg_dir}/cpuset.cpus && echo 0 > {cg_dir}/cpuset.sched_load_balance "
-                               f"&& for f in cpus mems sched_load_balance; do echo cpuset.$f=$(cat {cg_dir}/cpuset.$f);"
-                               f" done > {d}/isolation.txt"),
-                    note=f"cgroup v1: the DuT's cpuset {cg_name} on core {core}, no load balancing; read back")
+                iso, iso_tear = dut_cpuset("dut", cg_dir, str(core), "/sys/fs/cgroup/cpuset", load_balance=False,
+                                           readback_to=f"{d}/isolation.txt",
+                                           note=f"cgroup v1: the DuT's cpuset {cg_name} on core {core}")
         else:
             if ch["isolation"] == "systemd":
-                for unit in ("system.slice", "user.slice", "init.scope"):
-                    run("dut", ["systemctl", "set-property", "--runtime", unit, f"AllowedCPUs={hk}"],
-                        note=f"cgroup v2: {unit} off the DuT core")
+                iso, iso_tear = systemd_slices("dut", hk, ("system.slice", "user.slice", "init.scope"))
             if ch["dut"] == "testpmd-af-packet":
                 cg_dir = f"/sys/fs/cgroup/{cg_name}"
-                run("dut", _sh(f"echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir {cg_dir} && "
-                               f"echo {core} > {cg_dir}/cpuset.cpus && echo root > {cg_dir}/cpuset.cpus.partition && "
-                               f"for f in cpus cpus.partition cpus.effective; do echo cpuset.$f=$(cat "
-                               f"{cg_dir}/cpuset.$f); done > {d}/isolation.txt"),
-                    note=f"cgroup v2: the DuT's cgroup {cg_name}, a cpuset partition root on core {core}; read back")
+                part, part_tear = v2_partition("dut", cg_dir, str(core), root="/sys/fs/cgroup",
+                                               readback_to=f"{d}/isolation.txt")
+                iso, iso_tear = iso + part, part_tear + iso_tear
+        steps += iso
         if ch["dut"] == "lxc-testpmd":
             self._plan_lxc_dut(m, run_dir, steps, d, core)
         else:
@@ -564,24 +348,24 @@ class SshBackend:
                 wait_for("timestamper", f"{t}/{name}.log", "listening on", f"tcpdump {name}")
         if ch["timestamper"] == "moonsniff":
             steps.append(Step("wait", seconds=5, note="timestamper ready"))
-        perf_window_s = m.duration_s + (2 if ch["dut"] == "lxc-testpmd" else 1)
+        perf_window_s = dur + (2 if ch["dut"] == "lxc-testpmd" else 1)
         run("dut", _sh(f"nohup {shell_join(self.perf_argv(m, d, perf_window_s))} > {d}/perf.log 2>&1 < /dev/null & "
                        f"echo $! > {d}/perf.pid"),
             note="perf stat on testpmd for the measurement window")
         lr = rdir["loadgen"]
         if ch["loadgen"] == "moongen":
-            run("loadgen", _sh(f"cd {lg.moongen_dir} && timeout {m.duration_s + 5} "
+            run("loadgen", _sh(f"cd {lg.moongen_dir} && timeout {dur + 5} "
                                f"{shell_join(self.load_argv(m, lr))} > {lr}/moongen.log 2>&1; rc=$?; "
                                f"test $rc -eq 0 -o $rc -eq 124"),
                 note=f"MoonGen load: {m.rate_pps:g} pkt/s of {m.frame_size} B = {m.rate_mbit()} Mbit/s "
-                     f"(frame + CRC) for {m.duration_s} s")
+                     f"(frame + CRC) for {dur} s")
         else:
-            cfg = loadgen.LoadgenConfig(iface=lg.interfaces[0].name, rate_pps=m.rate_pps, duration_s=m.duration_s,
+            cfg = loadgen.LoadgenConfig(iface=lg.interfaces[0].name, rate_pps=m.rate_pps, duration_s=dur,
                                         frame_size=m.frame_size, dport=UDP_DPORT,
                                         cpu=lg.cores[0] if lg.cores else None)
-            run("loadgen", _sh(f"timeout {m.duration_s + 30} {shell_join(loadgen.build_argv(cfg, ch['bb_loadgen']))}"
+            run("loadgen", _sh(f"timeout {dur + 30} {shell_join(loadgen.build_argv(cfg, ch['bb_loadgen']))}"
                                f" > {lr}/loadgen.json 2> {lr}/loadgen.log & echo $! > {lr}/loadgen.pid; wait $!"),
-                note=f"bb-loadgen: {m.rate_pps:g} pkt/s of {m.frame_size} B for {m.duration_s} s")
+                note=f"bb-loadgen: {m.rate_pps:g} pkt/s of {m.frame_size} B for {dur} s")
             steps.append(Step("wait", seconds=0.5, note="the last packets reach the timestamper"))
         names = list(self.timestamper_argvs(m, t, ch["timestamper"]))
         stop("timestamper", [f"{t}/{name}.pid" for name in names], f"the timestamper's {' and '.join(names)}")
@@ -615,19 +399,10 @@ class SshBackend:
         if ch["loadgen"] == "bb-loadgen":
             tear.append(Step("run", "loadgen", _sh(f"kill -TERM $(cat {lr}/loadgen.pid 2>/dev/null) 2>/dev/null; true"),
                              note="no bb-loadgen left running"))
-        if m.cgroup_mode == "v1" and ch["isolation"] == "cset":
-            tear.append(Step("run", "dut", ["cset", "shield", "--reset"], note="undo the v1 shield"))
-        elif cg_name in cg_dir:
-            root = cg_dir.rsplit("/", 1)[0]
-            tear.append(Step("run", "dut", _sh(f"test -d {cg_dir} || exit 0; for p in $(cat {cg_dir}/cgroup.procs); "
-                                               f"do echo $p > {root}/cgroup.procs; done; rmdir {cg_dir}"),
-                             note=f"remove the DuT's cgroup {cg_name}"))
-        if m.cgroup_mode == "v2" and ch["isolation"] == "systemd":
-            tear += [Step("run", "dut", ["systemctl", "set-property", "--runtime", u, "AllowedCPUs="])
-                     for u in ("system.slice", "user.slice", "init.scope")]
+        tear += iso_tear
         for s in tear:
             s.check, s.teardown = False, True
-        return steps + tear
+        return Plan("testbed", m, steps + tear, facts={k: v for k, v in ch.items()})
 
     def _plan_lxc_dut(self, m: Measurement, run_dir: str, steps: list[Step], d: str, core: int) -> None:
         """The paper's DuT: testpmd on the vfio-pci NICs as the init of an LXC container."""
@@ -647,9 +422,7 @@ class SshBackend:
                 f"grep Cpus_allowed_list /proc/$(cat {d}/testpmd.pid)/status > {d}/affinity.txt"),
             note="testpmd's host pid and affinity")
         if m.cgroup_mode == "v2":
-            run(_sh(f"echo {core} > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus && "
-                    f"echo root > /sys/fs/cgroup/lxc.payload.{m.container}/cpuset.cpus.partition"),
-                note="cgroup v2: the container's cpuset becomes a partition root")
+            steps += v2_partition("dut", f"/sys/fs/cgroup/lxc.payload.{m.container}", str(core), create=False)[0]
 
     # --- dry run and execution --------------------------------------------------------
     def command_line(self, s: Step) -> str:
@@ -665,90 +438,77 @@ class SshBackend:
             return shlex.join(h.fetch_argv(s.remote, s.local))
         return shlex.join(h.argv(s.argv))
 
-    def dry_run_lines(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[str]:
-        return [self.command_line(s) for s in self.plan(m, run_dir)]
+    def _plan_at(self, m: Measurement, run_dir: str | Path | None) -> Plan:
+        return self.plan(m if run_dir is None else dataclasses.replace(m, run_dir=str(run_dir)))
 
-    def host_commands(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> dict[str, list[str]]:
-        """Per role, what that host runs (its shell's command lines), in order; "local": this machine."""
+    def dry_run_lines(self, m: Measurement, run_dir: str | Path | None = None) -> list[str]:
+        return [self.command_line(s) for s in self._plan_at(m, run_dir)]
+
+    def render(self, plan: Plan) -> dict[str, list[str]]:
+        """Per role, what that host runs (its shell's command lines), in order; "local": this machine (scp, the
+        files the plan writes, waits as comments)."""
         out: dict[str, list[str]] = {"loadgen": [], "dut": [], "timestamper": [], "local": []}
-        for s in self.plan(m, run_dir):
+        for s in plan.steps:
             if s.kind == "run":
                 out[s.role].append(s.remote_line)
             elif s.kind in ("put", "fetch", "file"):
                 out["local"].append(self.command_line(s))
+            else:
+                out[s.role or "local"].append(s.comment())
         return out
 
-    def print_plan(self, m: Measurement, run_dir: str | Path = "RUN_DIR") -> list[str]:
+    def host_commands(self, m: Measurement, run_dir: str | Path | None = None) -> dict[str, list[str]]:
+        """Per role, what that host runs for ``m`` (see render), without the comments."""
+        return {role: [c for c in lines if not c.startswith("#")]
+                for role, lines in self.render(self._plan_at(m, run_dir)).items()}
+
+    def print_plan(self, m: Measurement, run_dir: str | Path | None = None) -> list[str]:
         lines = []
-        for n, s in enumerate(self.plan(m, run_dir), 1):
+        for n, s in enumerate(self._plan_at(m, run_dir), 1):
             note = s.note + (" [teardown]" if s.teardown else "")
             lines.append(f"# {n:02d} {s.role or 'local'}: {note}" if note else f"# {n:02d}")
             lines.append(self.command_line(s))
         print("\n".join(lines), file=self.out)
         return lines
 
-    def execute(self, m: Measurement, run_dir: str | Path, steps: list[Step] | None = None) -> dict[str, Any]:
-        """Run the plan (or the given steps) for real (never in dry-run mode). After a failed step the rest of
-        the measurement is skipped, the collection steps still fetch what each reachable host has, and the
-        teardown steps always run. Commands go into the command log in ``<run_dir>/raw/``."""
+    def execute(self, plan: Plan, log: CommandLog) -> dict[str, Any]:
+        """Run the plan for real (never in dry-run mode), every command into ``log``. After a failed step the
+        rest of the measurement is skipped, the collection steps still fetch what each reachable host has,
+        and the teardown steps always run; the raw data are collected into ``<run_dir>/raw/<role>/``."""
         if self.dry_run:
             raise RuntimeError("SshBackend is in dry-run mode: use print_plan(), or dry_run=False to execute")
-        from dataclasses import replace
-
-        from benchbook.testbed.names import new_token
-
-        run_dir = Path(run_dir)
-        (run_dir / "setup").mkdir(parents=True, exist_ok=True)
-        if self.log.directory is None:
-            self.log = CommandLog(run_dir / "raw")
+        m = plan.measurement
         if not m.token:
-            m = replace(m, token=new_token())
-        record: dict[str, Any] = {"inventory": self.inventory.source, "measurement": vars(m).copy(),
-                                  "rate_mbit": m.rate_mbit(), "command_log": str(self.log.directory), "steps": []}
-        failed: str | None = None
-        if steps is None:
-            try:
-                if self.facts is None:
-                    self.probe()
-                steps = self.plan(m, run_dir)
-            except BenchbookError as exc:
-                record.update(status="failed", error=str(exc))
-                return record
-            record["choices"] = {k: v for k, v in self.choices(m).items() if k != "substitutions"}
-            record["substitutions"] = list(self.substitutions)
+            raise PlanError("a plan to execute needs its run token (Measurement.token); a dry run's has none")
+        run_dir = Path(m.run_dir)
+        (run_dir / "setup").mkdir(parents=True, exist_ok=True)
+        record: dict[str, Any] = {"backend": "testbed", "inventory": self.inventory.source,
+                                  "measurement": vars(m).copy(), "rate_mbit": m.rate_mbit(),
+                                  "command_log": str(log.directory)}
+        if plan.facts:
+            record["choices"] = {k: v for k, v in plan.facts.items() if k != "substitutions"}
+            record["substitutions"] = list(plan.facts.get("substitutions", []))
             record["facts"] = self.facts
-        step_timeout_s = max(60.0, 3.0 * m.duration_s + 60.0)
-        for n, s in enumerate(steps, 1):
-            if failed and not (s.teardown or s.always):
-                continue
-            entry: dict[str, Any] = {"n": n, "kind": s.kind, "role": s.role, "note": s.note}
-            t0 = time.monotonic()
-            first = len(self.log.records)
-            if s.kind == "wait":
-                time.sleep(s.seconds)
-                rc = 0
-            elif s.kind == "file":
-                Path(s.local).parent.mkdir(parents=True, exist_ok=True)
-                Path(s.local).write_text(s.content)
-                rc = 0
-            elif s.kind == "put":
-                rc = self.host(s.role).put(s.local, s.remote, check=False).exit_code
-            elif s.kind == "fetch":
-                self.host(s.role).fetch(s.remote, s.local, check=False)
-                rc = self.log.records[-1].exit_code or 0
-            else:
-                rc = self.host(s.role).run(s.argv, check=False, timeout_s=step_timeout_s, what=s.note).exit_code
-            entry.update(exit_code=rc, seconds=round(time.monotonic() - t0, 3),
-                         commands=[r.n for r in self.log.since(first)])
-            record["steps"].append(entry)
-            if rc != 0 and (s.check or s.always) and not failed:
-                failed = f"step {n} ({self.command_line(s)}) failed with exit {rc}; see {self.log.directory}/cmd/"
-            elif rc != 0 and s.always:
-                record.setdefault("not_collected", []).append(f"{s.role}: {s.note} (exit {rc})")
-        record["status"] = "failed" if failed else "complete"
-        record["error"] = failed
+        execution = execute(plan.steps, _Hosts(self.inventory, log), max(60.0, 3.0 * _whole_s(m) + 60.0),
+                            describe=lambda s, argv: self.command_line(dataclasses.replace(s, argv=argv)))
+        record.update(execution.record())
         record["results"] = collected_results(run_dir)
         return record
+
+    def leftovers(self, tokens: set[str]) -> None:
+        """Not checked from here: the hosts' teardown steps remove what the plan created."""
+        return None
+
+
+class _Hosts(StepEnv):
+    """The inventory's hosts, every command into one log."""
+
+    def __init__(self, inventory: Inventory, log: CommandLog) -> None:
+        self.inventory = inventory
+        self.log = log
+
+    def host(self, role: str) -> SshHost:
+        return self.inventory.ssh_host(role, self.log)
 
 
 def collected_results(run_dir: Path) -> dict[str, Any]:
@@ -777,8 +537,6 @@ def collected_results(run_dir: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m benchbook.testbed.ssh INVENTORY [--mode v1|v2] [--rate-pps PPS] [--duration S]``: dry run."""
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m benchbook.testbed.ssh", description="print the ssh plan (dry run)")
     ap.add_argument("inventory")
     ap.add_argument("--mode", default="v2", choices=("v1", "v2"))

@@ -1,14 +1,17 @@
-"""cgroup file-system operations (v1 cpuset hierarchy and the cgroup2 mount), with clear errors.
+"""cgroup file-system operations (v1 cpuset hierarchy and the cgroup2 mount): reading this machine's
+mounts, and the command lines that change a cgroup on a host (run by a Host: this machine or one over ssh).
 
-Only small primitives live here; the isolation recipes that combine them (and undo them)
-are in :mod:`benchbook.testbed.isolation`.
+Only small primitives live here; the isolation recipes that combine them (and undo them) are in
+:mod:`benchbook.testbed.isolation`. The command lines are ``sh -c`` scripts over the cgroup files; each
+prints what it read back as ``key=value`` lines (`parse_key_values`).
 """
 
 from __future__ import annotations
 
-import errno
-import os
+import shlex
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from benchbook.errors import BenchbookError
 
@@ -87,69 +90,104 @@ def online_cpus() -> list[int]:
     return parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text())
 
 
-def make_v1_cgroup(parent: Path, name: str) -> Path:
-    d = parent / name
-    try:
-        d.mkdir()
-    except OSError as exc:
-        raise CgroupError(f"creating cgroup {d}: {exc.strerror}") from exc
-    return d
+def _q(path: str | Path) -> str:
+    return shlex.quote(str(path))
 
 
-def configure_v1_cpuset(d: Path, cpus: str, mems: str, *, cpu_exclusive: bool = False,
-                        sched_load_balance: bool | None = None) -> dict[str, str]:
-    """Set cpus/mems (required) and the optional flags; returns notes on flags that did not take
-    (cpu_exclusive fails with EINVAL while a sibling cpuset overlaps, e.g. lxc.pivot)."""
-    notes: dict[str, str] = {}
-    write(d / "cpuset.cpus", cpus)
-    write(d / "cpuset.mems", mems)
-    if cpu_exclusive:
-        try:
-            write(d / "cpuset.cpu_exclusive", "1")
-        except CgroupError as exc:
-            notes["cpu_exclusive"] = f"not set: {exc}"
-    if sched_load_balance is not None:
-        write(d / "cpuset.sched_load_balance", "1" if sched_load_balance else "0")
-    return notes
+def mkdir_argv(d: str | Path) -> list[str]:
+    """Create a cgroup (a plain mkdir on either hierarchy)."""
+    return ["mkdir", str(d)]
 
 
-def tasks(cg: Path, procs_file: str = "tasks") -> list[int]:
-    try:
-        return [int(x) for x in read(cg / procs_file).split()]
-    except CgroupError:
-        return []
+def write_argv(*settings: tuple[str | Path, str]) -> list[str]:
+    """Write each (file, value) in order, stopping at the first that fails."""
+    return ["sh", "-c", " && ".join(f"echo {shlex.quote(v)} > {_q(f)}" for f, v in settings)]
 
 
-def move_task(pid: int, cg: Path, procs_file: str = "tasks") -> str | None:
-    """Move one task; None on success, else the reason (e.g. a per-CPU kernel thread: EINVAL)."""
-    try:
-        with open(cg / procs_file, "w") as fh:
-            fh.write(str(pid))
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ESRCH:
-            return "exited"
-        return errno.errorcode.get(exc.errno or 0, str(exc.errno))
+def v1_cpuset_argv(d: str | Path, cpus: str, root: str | Path) -> list[str]:
+    """A v1 cpuset's cpus, and its mems copied from the hierarchy's root (both are required)."""
+    return ["sh", "-c", f"echo {shlex.quote(cpus)} > {_q(Path(d) / 'cpuset.cpus')} && "
+                        f"cat {_q(Path(root) / 'cpuset.mems')} > {_q(Path(d) / 'cpuset.mems')}"]
 
 
-def remove_cgroup(cg: Path, back_to: Path, procs_file: str = "tasks") -> list[str]:
-    """Move cg's tasks to back_to and rmdir cg; returns the problems met."""
-    problems = []
-    for pid in tasks(cg, procs_file):
-        why = move_task(pid, back_to, procs_file)
-        if why not in (None, "exited"):
-            problems.append(f"task {pid} could not be moved back to {back_to}: {why}")
-    try:
-        os.rmdir(cg)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        problems.append(f"rmdir {cg}: {exc.strerror}")
-    return problems
+def remove_argv(d: str | Path, parent: str | Path, procs_file: str = "tasks") -> list[str]:
+    """Move a cgroup's tasks back to ``parent`` and remove it; nothing to do (exit 0) when it is gone."""
+    dq, pq = _q(d), _q(parent)
+    return ["sh", "-c", f"test -d {dq} || exit 0; for p in $(cat {dq}/{procs_file}); do "
+                        f"echo $p > {pq}/{procs_file} 2>/dev/null; done; rmdir {dq}"]
 
 
-def is_kernel_thread(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes() == b"" and pid != 1
-    except OSError:
-        return False
+def move_back_argv(src: str | Path, dest: str | Path) -> list[str]:
+    """Move every task of ``src`` to ``dest`` (v1 ``tasks``); prints ``not_moved=<pid>: <reason>`` for each task
+    that is still there and could not move."""
+    s, d = _q(src), _q(dest)
+    return ["sh", "-c", f"test -d {s} || exit 0; for p in $(cat {s}/tasks); do echo $p 2>/dev/null > {d}/tasks || "
+                        f"{{ test -d /proc/$p && echo \"not_moved=$p: $(/bin/echo $p 2>&1 > {d}/tasks)\"; }}; "
+                        "done; true"]
+
+
+def move_tasks_argv(root: str | Path, dest: str | Path, passes: int = 10) -> list[str]:
+    """Move every movable task of the v1 hierarchy's root cpuset into ``dest`` (threads one by one, as v1 allows;
+    pid 1 stays), repeating while tasks forked meanwhile keep appearing (at most ``passes`` passes), then read
+    back where the moved ones are. Prints ``moved=<pid>``, ``not_movable=<pid>: <reason>`` (the task still
+    exists; per-CPU kernel threads cannot move), ``passes=``, ``verified=`` (moved and now in ``dest``),
+    ``exited=`` (moved and gone since), and what is left in the root: ``left_in_root=``,
+    ``left_in_root_user_tasks=`` (with a command line: not a kernel thread), ``init_kept_in_root=``."""
+    r, d = _q(Path(root) / "tasks"), _q(Path(dest) / "tasks")
+    script = (
+        f'moved=" "; bad=" "; n=0; '
+        f"while [ $n -lt {passes} ]; do n=$((n+1)); now=0; "
+        f"for p in $(cat {r}); do [ $p = 1 ] && continue; case \"$bad\" in *\" $p \"*) continue;; esac; "
+        f"if echo $p 2>/dev/null > {d}; then moved=\"$moved$p \"; now=$((now+1)); echo moved=$p; "
+        f"elif test -d /proc/$p; then bad=\"$bad$p \"; echo \"not_movable=$p: $(/bin/echo $p 2>&1 > {d})\"; fi; "
+        f"done; [ $now = 0 ] && break; done; echo passes=$n; "
+        f"hk=\" $(cat {d} | tr '\\n' ' ') \"; v=0; x=0; for p in $moved; do case \"$hk\" in *\" $p \"*) v=$((v+1));; "
+        f"*) test -d /proc/$p || x=$((x+1));; esac; done; echo verified=$v; echo exited=$x; "
+        f"left=0; user=0; init=0; for p in $(cat {r}); do if [ $p = 1 ]; then init=1; continue; fi; "
+        f"left=$((left+1)); c=; read -r c 2>/dev/null < /proc/$p/cmdline; [ -n \"$c\" ] && user=$((user+1)); done; "
+        f"echo left_in_root=$left; echo left_in_root_user_tasks=$user; echo init_kept_in_root=$init")
+    return ["sh", "-c", script]
+
+
+def readback_argv(d: str | Path, files: list[str], expect: dict[str, str] | None = None,
+                  to: str | None = None) -> list[str]:
+    """Print ``<file>=<content>`` for each cgroup file of ``d`` (into the file ``to`` on the host when given);
+    fails (exit 1) when one of ``expect`` (file -> value it must start with) reads otherwise."""
+    dq = _q(d)
+    body = f"for f in {' '.join(files)}; do echo $f=$(cat {dq}/$f); done"
+    script = f"{body} > {_q(to)}" if to else body
+    for f, want in (expect or {}).items():
+        script += (f"; case \"$(cat {dq}/{f})\" in {shlex.quote(want)}*) ;; *) echo \"{d}/{f} reads "
+                   f"$(cat {dq}/{f}), expected {want}\" >&2; exit 1;; esac")
+    return ["sh", "-c", script]
+
+
+def parse_key_values(text: str) -> dict[str, Any]:
+    """``key=value`` lines into a dict; a key printed more than once keeps its values in a list."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key in out:
+            out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
+        else:
+            out[key] = value
+    return out
+
+
+def move_report(text: str) -> dict[str, Any]:
+    """The counts of move_tasks_argv's output (the v1 recipe's report)."""
+    kv = parse_key_values(text)
+
+    def listed(key: str) -> list[str]:
+        v = kv.get(key, [])
+        return v if isinstance(v, list) else [v]
+
+    reasons = Counter(x.split(": ", 1)[1].rsplit(": ", 1)[-1] if ": " in x else "unknown"
+                      for x in listed("not_movable"))
+    return {"tasks_moved": len(listed("moved")), "tasks_verified_in_housekeeping": int(kv.get("verified", 0)),
+            "tasks_exited_since_move": int(kv.get("exited", 0)), "tasks_not_movable": dict(reasons),
+            "left_in_root": int(kv.get("left_in_root", 0)),
+            "left_in_root_user_tasks": int(kv.get("left_in_root_user_tasks", 0)),
+            "init_kept_in_root": int(kv.get("init_kept_in_root", 0)), "move_passes": int(kv.get("passes", 0))}

@@ -173,7 +173,8 @@ def flow_series(report: Iperf3Report, label: str | None = None, interval_s: floa
     intervals drift and can be a fraction of a millisecond long when its timer fires late, so each interval's
     bytes are spread evenly
     over its [start, end) and added into the grid bins it overlaps; only bins the stream covers completely
-    are kept (a partial last bin would understate the rate)."""
+    are kept (a partial last bin would understate the rate); a stream shorter than one bin is named in
+    ``left_out``."""
     rows = [r for r in report.intervals if not r["omitted"]]
     if not rows:
         raise Iperf3Error(f"{report.source}: no intervals (run with -i)")
@@ -184,11 +185,14 @@ def flow_series(report: Iperf3Report, label: str | None = None, interval_s: floa
         raise Iperf3Error(f"{report.source}: intervals of zero length")
     interval_ns = int(round(interval_s * 1e9))
     name = label or report.cca_sender or "iperf3"
-    flows, starts, values = [], [], []
+    flows, starts, values, left_out = [], [], [], []
     for sock in sorted({r["socket"] for r in rows}):
         mine = [r for r in rows if r["socket"] == sock]
         span_ns = max(int(round(r["end_s"] * 1e9)) for r in mine)
         n_bins = span_ns // interval_ns
+        if n_bins == 0:
+            left_out.append({"flow": f"{name}#{sock}", "reason": f"ends at {span_ns / 1e9:g} s, before its first "
+                             f"complete interval of {interval_s:g} s"})
         acc = [0.0] * n_bins
         for r in mine:
             a_ns, b_ns = int(round(r["start_s"] * 1e9)), int(round(r["end_s"] * 1e9))
@@ -204,7 +208,9 @@ def flow_series(report: Iperf3Report, label: str | None = None, interval_s: floa
             values.append(byts * 8 / interval_s)
     if not flows:
         raise Iperf3Error(f"{report.source}: shorter than one interval of {interval_s:g} s")
-    return FlowSeries.from_columns(flows, starts, values, interval_ns=interval_ns, source=report.source)
+    series = FlowSeries.from_columns(flows, starts, values, interval_ns=interval_ns, source=report.source)
+    series.left_out = left_out
+    return series
 
 
 def read_report(path: Path | str) -> Iperf3Report:

@@ -116,6 +116,12 @@ def run_loadgen(host: Host, cfg: LoadgenConfig, timeout_s: float | None = None,
     if timeout_s is None:
         span_s = cfg.duration_s if cfg.duration_s is not None else (cfg.count or 0) / (cfg.rate_pps or 1e5)
         timeout_s = span_s * 3 + 30
+    return run_argv(host, argv, timeout_s)
+
+
+def run_argv(host: Host, argv: list[str], timeout_s: float | None) -> dict[str, Any]:
+    """Run a bb-loadgen command line (from build_argv) to completion on ``host``; the parsed report plus
+    the argv as run. LoadgenError names how it ended when it did not exit 0."""
     r = host.run(argv, check=False, timeout_s=timeout_s, what="bb-loadgen")
     if r.exit_code != 0:
         raise LoadgenError(f"bb-loadgen failed ({describe_exit(r.exit_code)}) on {host.name}: "

@@ -1,15 +1,19 @@
 """Congestion controls competing through the dumbbell: runs of flow sets x repetitions, and their summary.
 
-``run_sets`` brings up a fresh dumbbell for every (flow set, repetition), runs the flows together and
-writes::
+``run_sets`` runs every flow set ``repetitions`` times through :func:`benchbook.experiment.repetitions.
+run_repetitions` (a fresh dumbbell each time, sets interleaved in a seeded random order, resumable) with the
+dumbbell run function of :mod:`benchbook.experiment.dumbbell_runs`, and writes::
 
-    <output_dir>/raw/<set>/rep<k>/flow<i>-<cca>.json    the iperf3 -J report of each flow (sender side)
-    <output_dir>/raw/<set>/rep<k>/qdisc.json            bottleneck qdisc statistics after the run
+    <output_dir>/raw/<set>/rep<k>/iperf3-flow<i>.json   the iperf3 -J report of each flow (sender side)
+    <output_dir>/raw/<set>/rep<k>/repetition.json       the run's record: bottleneck qdisc statistics, emulation,
+                                                        capabilities, per-run statistics (throughput, RTT, both
+                                                        Jain variants), valid or not and why
     <output_dir>/raw/<set>/rep<k>/commands.jsonl, cmd/  every command of that run (tools.host.CommandLog)
-    <output_dir>/cca-runs.json                          per run: flows, throughputs, RTT, both Jain variants
+    <output_dir>/repetitions.json, run-statistics.parquet   the plan, seed and order; the per-run table
+    <output_dir>/cca-runs.json                          per complete run: flows, throughputs, RTT, both Jain variants
     <output_dir>/metrics.json, capabilities.json        for the run record (emulation settings, what is missing)
 
-A set whose congestion controls are not all available here is not run; it is recorded as not
+A set whose congestion controls are not all available here is not run; its runs are recorded as not
 runnable with the reason (never substituted). Per flow, throughput is the receiver's byte count over
 the sender's test time (iperf3 end totals), the RTT is the mean of iperf3's per-interval smoothed RTT
 (sender kernel), and the per-interval series for Jain's index are the sender's interval rates.
@@ -17,8 +21,6 @@ the sender's test time (iperf3 end totals), the RTT is the mean of iperf3's per-
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,11 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from benchbook.analysis.fairness import FlowSeries, combine, confidence_interval, summarize
+from benchbook.analysis.fairness import VARIANT_LABELS, FlowSeries, combine, confidence_interval, summarize
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, report_file
+from benchbook.experiment.repetitions import RunContext, RunFunction, Statistic, run_repetitions
 from benchbook.testbed.capabilities import NotRunnable, congestion_controls
 from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
-from benchbook.tools.host import CommandLog
 from benchbook.tools.iperf3 import Iperf3Report, flow_series, read_report
+
+JAIN_STATISTICS = ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval")
 
 
 @dataclass(frozen=True)
@@ -40,13 +46,6 @@ class RunParams:
     duration_s: int = 30
     repetitions: int = 3
     interval_s: float = 0.3
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 def flow_spec(spec: str) -> FlowSpec:
@@ -67,7 +66,8 @@ def run_series(reports: list[Iperf3Report], ccas: list[str], interval_s: float |
 
 def dry_run(params: RunParams, output_dir: Path | str) -> Path:
     """dry-run.txt: every command of one run of each set, per namespace; nothing runs."""
-    lines = []
+    lines = [f"# {len(params.sets)} sets x {params.repetitions} repetitions, a fresh dumbbell each time, in an "
+             "order drawn from a seed at run time (one permuted block of the sets per repetition)"]
     for name, ccas in params.sets.items():
         db = Dumbbell(params.link, [flow_spec(c) for c in ccas])
         lines.append(f"# set {name} ({' vs '.join(ccas)}), repeated {params.repetitions} times, a fresh "
@@ -79,57 +79,70 @@ def dry_run(params: RunParams, output_dir: Path | str) -> Path:
     return path
 
 
-def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    out = Path(output_dir)
-    avail, _default = congestion_controls()
-    runs: list[dict[str, Any]] = []
-    not_runnable: dict[str, str] = {}
-    emulation: dict[str, Any] = {}
-    for name, ccas in params.sets.items():
-        missing = sorted({flow_spec(c).cca for c in ccas if flow_spec(c).cca not in avail})
+def arms_of(params: RunParams) -> dict[str, FlowsArm]:
+    """Each set as an arm of the runner."""
+    return {name: FlowsArm(params.link, tuple(flow_spec(c) for c in ccas), params.duration_s, params.interval_s)
+            for name, ccas in params.sets.items()}
+
+
+def run_function(params: RunParams) -> RunFunction:
+    """One run of a set: not runnable when the kernel lacks one of its congestion controls, else the flows
+    through a fresh dumbbell, with both Jain variants (and the minimum) of the run as statistics."""
+
+    def jain(run: FlowsRun) -> list[Statistic]:
+        s = summarize(run_series([f.report for f in run.flows], params.sets[run.ctx.arm], params.interval_s))
+        grid = (f"over the senders' {params.interval_s * 1000:g} ms interval rates; n: intervals in which every "
+                "flow had a rate")
+        return [Statistic(k, s[k], s["intervals_counted"], "", f"{VARIANT_LABELS[k]} {grid}")
+                for k in JAIN_STATISTICS]
+
+    flows = flows_run(measures=jain)
+
+    def run(ctx: RunContext) -> list[Statistic]:
+        avail, _default = congestion_controls()
+        missing = sorted({flow_spec(c).cca for c in params.sets[ctx.arm] if flow_spec(c).cca not in avail})
         if missing:
-            not_runnable[name] = (f"the kernel has no tcp_{', tcp_'.join(missing)} "
-                                  f"(available: {' '.join(avail)})")
-            progress(f"{name}: not runnable: {not_runnable[name]}")
-            continue
-        for rep in range(1, params.repetitions + 1):
-            d = out / "raw" / name / f"rep{rep}"
-            d.mkdir(parents=True, exist_ok=True)
-            progress(f"{name} ({' vs '.join(ccas)}) repetition {rep}/{params.repetitions}, {params.duration_s} s")
-            try:
-                with Dumbbell(params.link, [flow_spec(c) for c in ccas], log=CommandLog(d)) as db:
-                    res = db.run_flows(params.duration_s, params.interval_s)
-            except NotRunnable as exc:
-                not_runnable[name] = str(exc)
-                progress(f"{name}: not runnable: {exc}")
-                break
-            emulation = res["record"]
-            files = []
-            for f in res["flows"]:
-                p = d / f"flow{f.index}-{f.cca}{f'-plus{f.extra_delay_ms:g}ms' if f.extra_delay_ms else ''}.json"
-                p.write_text(f.raw_json)
-                files.append(str(p.relative_to(out)))
-            _write_json(d / "qdisc.json", res["qdisc"])
-            summary = summarize(run_series([f.report for f in res["flows"]], ccas, params.interval_s))
-            fifo = next((q for q in res["qdisc"] if q["kind"] in ("pfifo", "bfifo")), {})
-            runs.append({"set": name, "repetition": rep, "ccas": ccas, "dir": str(d.relative_to(out)),
-                         "token": (res["record"].get("topology") or {}).get("token"),
-                         "files": files, "interval_s": params.interval_s,
-                         "flows": [f.as_dict() for f in res["flows"]],
-                         "jain_of_means": summary["jain_of_means"],
-                         "jain_mean_of_intervals": summary["jain_mean_of_intervals"],
-                         "jain_min_interval": summary["jain_min_interval"],
-                         "intervals_counted": summary["intervals_counted"],
-                         "bottleneck_drops": fifo.get("drops"), "bottleneck_packets": fifo.get("packets")})
+            raise NotRunnable(f"the kernel has no tcp_{', tcp_'.join(missing)} (available: {' '.join(avail)})")
+        return flows(ctx)
+
+    return run
+
+
+def run_sets(params: RunParams, output_dir: Path | str, progress: Callable[[str], None] = print,
+             seed: int | None = None) -> dict[str, Any]:
+    """Every set ``params.repetitions`` times (see the module docstring); calling it again on the same
+    ``output_dir`` with the same parameters finishes an interrupted run. Returns the complete runs (in the
+    order of the sets, then repetition), the sets not runnable here with the reason, the emulation record."""
+    out = Path(output_dir)
+    res = run_repetitions(out, arms_of(params), params.repetitions, run_function(params), seed=seed,
+                          progress=progress)
+    names = list(params.sets)
+    runs: list[dict[str, Any]] = []
+    for rec in sorted(res.runs(), key=lambda r: (names.index(r["arm"]), r["repetition"])):
+        stats = {s["name"]: s for s in rec["statistics"]}
+        m = rec["metrics"]
+        fifo = next((q for q in m["qdisc"] if q["kind"] in ("pfifo", "bfifo")), {})
+        runs.append({"set": rec["arm"], "repetition": rec["repetition"], "position": rec["position"],
+                     "ccas": params.sets[rec["arm"]], "dir": rec["dir"], "token": m["token"],
+                     "files": [f"{rec['dir']}/{report_file(f['flow'])}" for f in m["flows"]],
+                     "interval_s": params.interval_s, "flows": m["flows"],
+                     **{k: stats[k]["value"] for k in JAIN_STATISTICS},
+                     "intervals_counted": stats["jain_mean_of_intervals"]["n"],
+                     "bottleneck_drops": fifo.get("drops"), "bottleneck_packets": fifo.get("packets")})
+    complete = [r for r in res.records if r["status"] == "complete"]
+    emulation = complete[-1]["metrics"]["emulation"] if complete else {}
+    not_runnable = res.not_runnable()
+    repetitions = {"seed": res.summary["plan"]["seed"], "counts": res.summary["counts"],
+                   "excluded": res.summary["excluded"], "file": "repetitions.json"}
     result = {"params": {**asdict(params), "link": asdict(params.link)}, "runs": runs, "not_runnable": not_runnable,
-              "emulation": emulation, "output_dir": str(out)}
-    _write_json(out / "cca-runs.json", result)
-    _write_json(out / "metrics.json", {"link_emulation": emulation, "runs": [
-        {k: r[k] for k in ("set", "repetition", "token", "flows", "jain_of_means", "jain_mean_of_intervals",
-                           "bottleneck_drops")} for r in runs], "not_runnable": not_runnable})
-    caps = [c for c in emulation.get("capabilities", [])]
+              "emulation": emulation, "repetitions": repetitions, "output_dir": str(out)}
+    write_json_atomic(out / "cca-runs.json", result)
+    write_json_atomic(out / "metrics.json", {"link_emulation": emulation, "repetitions": repetitions, "runs": [
+        {k: r[k] for k in ("set", "repetition", "position", "token", "flows", "jain_of_means",
+                           "jain_mean_of_intervals", "bottleneck_drops")} for r in runs], "not_runnable": not_runnable})
+    caps = res.capabilities()
     caps += [{"capability": f"flow set {n}", "status": "missing", "detail": why} for n, why in not_runnable.items()]
-    _write_json(out / "capabilities.json", caps)
+    write_json_atomic(out / "capabilities.json", caps)
     return result
 
 

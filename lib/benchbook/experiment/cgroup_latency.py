@@ -1,22 +1,32 @@
-"""Latency of a DuT at one point, and the sweep over isolation modes x rates x repetitions.
+"""The cgroup-latency experiment: a DuT's latency per isolation mode x packet rate x repetition.
 
-One *point* = one CPU isolation mode x one packet rate x one repetition. On the ``local`` backend:
-a fresh topology (LoadGen -> DuT -> Timestamper sink in network namespaces), the isolation recipe
-of the mode, the DuT (dpdk-testpmd by default) pinned to the DuT core inside the DuT cgroup,
-tcpdump at the DuT's ingress (LoadGen egress) and egress (sink ingress), ``perf stat`` on the DuT
-process for the sending window, bb-loadgen at a constant rate. Afterwards the captures are
-matched by the packet id (IdKey(offset=42, width=8, big-endian)) and everything measured is kept:
+One *point* = one CPU isolation mode x one packet rate x one repetition, measured on a backend from the
+registry (:mod:`benchbook.testbed.backends`): ``local`` (network namespaces on this machine) or
+``testbed``/``ssh`` (the real hosts of an inventory). Every point takes the one path
+``backend.plan(measurement)`` -> ``backend.execute(plan, log)``: the plan is data (the steps each host
+runs, :mod:`benchbook.testbed.plan`), and a dry run (``dry_run``) writes those same plans to
+``<output_dir>/dry-run.txt`` - every command per host, values known only at run time as placeholders -
+and measures nothing.
 
-    <output_dir>/raw/commands.jsonl, raw/cmd/    every command run (the one command log)
-    <output_dir>/raw/<mode>/rate<pps>/rep<k>/{pre.pcap, post.pcap, latencies.parquet, point.json}
+On the local backend a point is a fresh topology (LoadGen -> DuT -> Timestamper sink in network
+namespaces), the isolation recipe of the mode, the DuT (dpdk-testpmd by default) pinned to the DuT core
+inside the DuT cgroup, tcpdump at the DuT's ingress (LoadGen egress) and egress (sink ingress),
+``perf stat`` on the DuT process for the sending window, bb-loadgen at a constant rate. Afterwards the
+captures are matched by the packet id (IdKey(offset=42, width=8, big-endian)) and everything measured
+is kept. Every point is one run of the repetition runner (:mod:`benchbook.experiment.repetitions`): the
+arms are mode x rate (``<mode>-rate<pps>``), each repetition a fresh set-up, in the runner's seeded
+interleaved order (``seed``), one directory and one record per run:
+
+    <output_dir>/repetitions.json      the plan (arms, repetitions, seed), the order, every run's status
+    <output_dir>/run-statistics.parquet  every run's statistics (loss, achieved rate, latency percentiles)
+    <output_dir>/raw/<mode>-rate<pps>/rep<k>/   one run: {pre.pcap, post.pcap, latencies.parquet, point.json,
+                                       repetition.json, commands.jsonl, cmd/ (every command of the run)}
     <output_dir>/latency-points.json   every point (no arrays): rates, loss, drops, perf, percentiles
     <output_dir>/metrics.json          achieved rate, loss and capture drops per point (run record)
     <output_dir>/capabilities.json     what was missing or substituted here, with the reason
 
-On the ``testbed`` backend (real hosts of an inventory, :mod:`benchbook.testbed.ssh`) each point is
-the ssh backend's plan, executed; with ``dry_run`` nothing is run on either backend and
-``<output_dir>/dry-run.txt`` lists every command each host would run, as built by
-:mod:`benchbook.tools`.
+On the testbed backend the raw data of each point are collected into its directory's ``raw/<role>/``
+and, where tcpdump taps took them, matched the same way.
 
 A mode whose recipe cannot run on this host (v2 on hybrid-cgroup hosts) is recorded as not
 runnable with the reason for each of its points; nothing is emulated in its place.
@@ -33,18 +43,31 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 
+from benchbook.analysis.latency import IdKey, match_captures
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
-from benchbook.experiment.record import write_json_atomic
+from benchbook.experiment.repetitions import (
+    SUMMARY_FILE,
+    RunContext,
+    RunsFailed,
+    Statistic,
+    interleaved_order,
+    run_repetitions,
+)
+from benchbook.testbed.backends import Backend, backend_names, get_backend
+from benchbook.testbed.capabilities import NotRunnable
+from benchbook.testbed.names import new_token
+from benchbook.testbed.plan import DRY_RUN_DIR, DRY_RUN_TOKEN, RUNTIME_VALUES, Measurement
 from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
 ID_OFFSET = 42
-UDP_DPORT = 5678
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
-BACKENDS = ("local", "testbed")
 
 
 class MeasurementFailed(BenchbookError, RuntimeError):
@@ -53,14 +76,16 @@ class MeasurementFailed(BenchbookError, RuntimeError):
 
 @dataclass
 class ExperimentParams:
-    backend: str = "local"                      # "local" | "testbed" (real hosts of `inventory`, over ssh)
+    backend: str = "local"                      # a backend of benchbook.testbed.backends: "local" | "testbed"
     inventory: str | None = None                # testbed: the host inventory (TOML)
     dry_run: bool = False                       # list the commands (dry-run.txt), measure nothing
+    probe: bool = False                         # testbed dry run: ask the hosts what they have (read-only ssh)
     rates_pps: list[float] = field(default_factory=lambda: [10_000.0, 50_000.0])
     frame_size: int = 64                        # bytes incl. FCS, as MoonGen counts
     duration_s: float = 3.0
     repetitions: int = 3
-    cgroup_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])
+    seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
+    cgroup_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])   # isolation modes ("none" too)
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
     perf_repeats: int = 3
@@ -81,88 +106,84 @@ class ExperimentParams:
         return p
 
     def check(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
-        if self.backend == "testbed" and not self.inventory:
-            raise ValueError("backend 'testbed' needs inventory=<host inventory TOML> (see docs/testbed-inventory.md)")
+        if self.backend not in backend_names():
+            raise ValueError(f"backend {self.backend!r}: expected one of {', '.join(backend_names())}")
+
+
+def backend_for(params: ExperimentParams, log: CommandLog | None = None) -> Backend:
+    """The experiment's backend from the registry (its commands into ``log``)."""
+    options: dict[str, Any] = {"log": log or CommandLog(), "dry_run": params.dry_run}
+    if params.inventory:
+        options["inventory"] = params.inventory
+    if params.probe:
+        options["probe"] = True
+    return get_backend(params.backend, **options)
 
 
 # -------------------------------------------------------------------------------------------------
 # one measurement point
 # -------------------------------------------------------------------------------------------------
+def arm_name(mode: str, rate_pps: float) -> str:
+    """An arm of the experiment: one isolation mode at one rate (its runs are raw/<arm>/rep<k>/)."""
+    return f"{mode}-rate{int(rate_pps)}"
+
+
 def _point_dir(out: Path, mode: str, rate_pps: float, rep: int) -> Path:
-    return out / "raw" / mode / f"rate{int(rate_pps)}" / f"rep{rep}"
+    """The directory of repetition ``rep`` (1-based) of an arm, as the repetition runner lays it out."""
+    return out / "raw" / arm_name(mode, rate_pps) / f"rep{rep}"
 
 
-def _rate_label(rate_pps: float) -> str:
-    return f"rate{int(rate_pps)}"
+def measurement(params: ExperimentParams, mode: str, rate_pps: float, rep: int, run_dir: Path | str,
+                token: str = "") -> Measurement:
+    """The Measurement a backend plans for one point (token "": a dry run's)."""
+    return Measurement(run_id=f"{arm_name(mode, rate_pps)}-rep{rep}", cgroup_mode=mode, rate_pps=rate_pps,
+                       frame_size=params.frame_size, duration_s=params.duration_s, repetition=rep, token=token,
+                       run_dir=str(run_dir), dut_kind=params.dut_kind, dut_cpu=params.dut_cpu,
+                       perf_repeats=params.perf_repeats, settle_s=params.settle_s)
 
 
 def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int, out_dir: Path,
-                  log: CommandLog | None = None) -> dict[str, Any]:
-    """Measure one point on the local testbed; returns its record (also written as point.json).
-    Every command goes into ``log`` (default: the run's command log in <out_dir>/raw/)."""
-    from benchbook.testbed.dut import open_dut
-    from benchbook.testbed.isolation import isolation
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.tools import loadgen, perf, tcpdump
-
-    d = _point_dir(out_dir, mode, rate_pps, rep)
+                  log: CommandLog | None = None, backend: Backend | None = None,
+                  run_dir: Path | None = None) -> dict[str, Any]:
+    """Measure one point on the experiment's backend: its plan, executed; returns the point's record (also
+    written as point.json into ``run_dir``, default raw/<mode>-rate<pps>/rep<rep>/ of ``out_dir``). Every
+    command goes into ``log`` (default: a command log in <out_dir>/raw/)."""
+    d = Path(run_dir) if run_dir is not None else _point_dir(out_dir, mode, rate_pps, rep)
     d.mkdir(parents=True, exist_ok=True)
     log = log or CommandLog(out_dir / "raw")
+    backend = backend or backend_for(params, log)
     first, first_lost = len(log.records), len(log.write_errors)
     rec: dict[str, Any] = {"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "failed",
-                           "dut_kind": params.dut_kind, "frame_size": params.frame_size,
+                           "backend": params.backend, "dut_kind": params.dut_kind, "frame_size": params.frame_size,
                            "duration_s": params.duration_s, "dir": str(d.relative_to(out_dir))}
-    backend = LocalBackend(log=log)
     t0 = time.time()
     try:
-        with backend.topology() as tb:
-            rec["testbed"] = tb.describe()
-            with isolation(mode, tb.token, params.dut_cpu) as iso:
-                rec["isolation"] = {"mode": iso.mode, "dut_cpus": iso.dut_cpus,
-                                    "housekeeping_cpus": iso.housekeeping_cpus, **iso.report}
-                hk_cpu = int(iso.housekeeping_cpus.split(",")[0])
-                with open_dut(params.dut_kind, tb, cpu=params.dut_cpu, isolation=iso) as dut:
-                    rec["dut"] = dut.description
-                    filt = f"udp dst port {UDP_DPORT}"
-                    pre_path, post_path = d / "pre.pcap", d / "post.pcap"
-                    pre = tcpdump.start_capture(tb.host("lg"), tcpdump.build_argv(
-                        tb.ifname("lg0"), pre_path, direction="out", bpf_filter=filt), pre_path, what="tcpdump pre")
-                    post = tcpdump.start_capture(tb.host("ts"), tcpdump.build_argv(
-                        tb.ifname("ts0"), post_path, direction="in", bpf_filter=filt), post_path, what="tcpdump post")
-                    perf_run = None
-                    if dut.pid is not None:
-                        try:
-                            perf_run = perf.start_perf_stat(tb.host(None), dut.pid, params.duration_s,
-                                                            repeats=params.perf_repeats)
-                        except perf.PerfError as exc:
-                            rec["perf"] = {"status": "not run", "reason": str(exc)}
-                    else:
-                        rec["perf"] = {"status": "not applicable",
-                                       "reason": f"DuT kind {dut.kind!r} has no process to attach to"}
-                    cfg = loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate_pps, duration_s=params.duration_s,
-                                                frame_size=params.frame_size, dst_mac=dut.dst_mac, dport=UDP_DPORT,
-                                                cpu=hk_cpu)
-                    try:
-                        rec["loadgen"] = loadgen.run_loadgen(tb.host("lg"), cfg)
-                    finally:
-                        time.sleep(params.settle_s)
-                        rec["captures"] = {"pre": pre.stop(), "post": post.stop()}
-                        if perf_run is not None:
-                            rec["perf"] = {"status": "run", **perf_run.finish()}
-                    problems = [pb for pb in (pre.problem(), post.problem()) if pb]
-                    if problems:
-                        raise tcpdump.CaptureError("; ".join(problems))
-                rec["dut_stats"] = {k: v for k, v in dut.stats.items() if k != "log_tail"}
-                (d / "dut.log").write_text(str(dut.stats.get("log_tail", "")))
-            rec["isolation"]["restore_problems"] = iso.report.get("restore_problems", [])
-        rec["analysis"] = analyse_point(d)
-        rec["status"] = "complete"
+        plan = backend.plan(measurement(params, mode, rate_pps, rep, d, token=new_token()))
+        run = backend.execute(plan, log)
+        got = run.pop("results", {}) or {}
+        for key in ("testbed", "isolation", "dut", "perf"):
+            if key in run:
+                rec[key] = run.pop(key)
+        rec["execution"] = run
+        rec.update({k: got[k] for k in ("loadgen", "captures", "dut_stats") if k in got})
+        if "dut_log" in got:
+            try:
+                (d / "dut.log").write_text(got["dut_log"])
+            except OSError as exc:
+                rec["dut_log_error"] = f"{d / 'dut.log'}: {exc.strerror}"
+        if run["status"] != "complete":
+            rec["error"] = run["error"]
+        elif "capture_dir" in got and "loadgen" in got and "captures" in got:
+            rec["analysis"] = analyse_point(Path(got["capture_dir"]), d / "latencies.parquet")
+            rec["status"] = "complete"
+        else:
+            rec["status"] = "collected"
+            rec["reason"] = ("raw data collected in raw/<role>/; percentiles from MoonSniff/MoonGen output are "
+                             "not computed by this experiment")
     except Exception as exc:  # keep what was measured; the point is marked failed with the reason
         rec["error"] = f"{type(exc).__name__}: {exc}"
         rec["traceback"] = traceback.format_exc()
-    rec["commands"] = _command_range(log, first)
+    rec["commands"] = _command_range(log, first, out_dir)
     lost = log.write_errors[first_lost:]
     if lost:  # e.g. a full disk: what the log misses is named; the point is not complete without it
         rec["log_write_errors"] = lost
@@ -176,60 +197,41 @@ def measure_point(params: ExperimentParams, mode: str, rate_pps: float, rep: int
     return rec
 
 
-def _command_range(log: CommandLog, first: int) -> dict[str, Any]:
-    """Where the point's commands are in the run's command log."""
+def _command_range(log: CommandLog, first: int, out_dir: Path) -> dict[str, Any]:
+    """Where the point's commands are in its command log (the log's path relative to the output directory)."""
     ns = [r.n for r in log.since(first)]
-    return {"log": "raw/commands.jsonl" if log.directory is not None else None,
-            "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
+    where = None
+    if log.directory is not None:
+        path = log.directory / "commands.jsonl"
+        where = str(path.relative_to(out_dir)) if path.is_relative_to(out_dir) else str(path)
+    return {"log": where, "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
 
 
-def _testbed_measurement(params: ExperimentParams, mode: str, rate_pps: float, rep: int) -> Any:
-    from benchbook.testbed.ssh import Measurement
-
-    return Measurement(run_id=f"{mode}-{_rate_label(rate_pps)}-rep{rep}", cgroup_mode=mode, rate_pps=rate_pps,
-                       frame_size=params.frame_size, duration_s=int(math.ceil(params.duration_s)), repetition=rep)
-
-
-def measure_testbed_point(backend: Any, params: ExperimentParams, mode: str, rate_pps: float, rep: int,
-                          out_dir: Path) -> dict[str, Any]:
-    """One point on the real testbed: the ssh backend's plan, executed; the raw data are collected
-    into the point's directory (their analysis is not part of this function)."""
-    d = _point_dir(out_dir, mode, rate_pps, rep)
-    d.mkdir(parents=True, exist_ok=True)
-    first = len(backend.log.records)
-    rec: dict[str, Any] = {"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "failed",
-                           "frame_size": params.frame_size, "duration_s": params.duration_s,
-                           "dir": str(d.relative_to(out_dir)), "backend": "testbed"}
-    try:
-        run = backend.execute(_testbed_measurement(params, mode, rate_pps, rep), d)
-        rec["testbed_run"] = run
-        got = run.get("results") or {}
-        if run["status"] == "complete" and "capture_dir" in got and "loadgen" in got and "captures" in got:
-            # tcpdump taps on the timestamper: matched like a local point (pre/post pcaps by packet id)
-            cap = Path(got["capture_dir"])
-            rec.update(loadgen=got["loadgen"], captures=got["captures"], dut_stats=got.get("dut_stats", {}),
-                       analysis=analyse_point(cap), status="complete")
-            (cap / "latencies.parquet").replace(d / "latencies.parquet")
-        elif run["status"] == "complete":
-            rec["status"] = "collected"
-            rec["reason"] = ("raw data collected in raw/<role>/; percentiles from MoonSniff/MoonGen output are "
-                             "not computed by this experiment")
-        else:
-            rec["error"] = run["error"]
-    except Exception as exc:  # noqa: BLE001 - the point is failed with the reason
-        rec["error"] = f"{type(exc).__name__}: {exc}"
-        rec["traceback"] = traceback.format_exc()
-    rec["commands"] = _command_range(backend.log, first)
-    (d / "point.json").write_text(json.dumps(rec, indent=1, default=str))
-    return rec
+def point_statistics(p: dict[str, Any]) -> list[Statistic]:
+    """The statistics of a complete point for its run's record: loss, achieved rate, and the latency
+    percentiles its matched packets resolve (p99 from 100 packets on, p99.9 from 1000)."""
+    an = p["analysis"]
+    c, n = an["counts"], an["counts"]["matched"]
+    m = point_metrics(p)
+    out = [Statistic("loss_fraction", m["loss_fraction"], c["pre"], "1",
+                     "packets captured before the DuT and not after it / packets captured before it"),
+           Statistic("achieved_pps", m["achieved_pps"], m["sent"], "pkt/s",
+                     "bb-loadgen's sent packets / its send time")]
+    for q, least in (("50", 1), ("99", 100), ("99.9", 1000)):
+        v = an["percentiles_ns"].get(q)
+        if v is not None and n >= least:
+            out.append(Statistic(f"p{q}_latency", v, n, "ns", f"discrete percentile of the matched packets' latency: "
+                                                             f"the smallest with at least {q} % at or below it"))
+    if an["max_ns"] is not None:
+        out.append(Statistic("max_latency", an["max_ns"], n, "ns", "largest latency of the matched packets"))
+    return out
 
 
-def analyse_point(d: Path) -> dict[str, Any]:
-    """Match pre/post of one point (pure function of the raw files; re-runnable offline)."""
-    from benchbook.analysis.latency import IdKey, match_captures
-
+def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
+    """Match pre/post of one point (pure function of the raw files; re-runnable offline); the latencies go to
+    ``out_parquet`` (default: latencies.parquet beside the captures)."""
     res = match_captures(d / "pre.pcap", d / "post.pcap", key=IdKey(offset=ID_OFFSET, width=8, byteorder="big"),
-                         out_parquet=d / "latencies.parquet")
+                         out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
     return {
         "counts": {k: int(v) for k, v in res.counts.items()},
@@ -244,8 +246,6 @@ def analyse_point(d: Path) -> dict[str, Any]:
 
 def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """(t_pre_ns, latency_ns) of a point from its Parquet table."""
-    import pyarrow.parquet as pq
-
     t = pq.read_table(Path(out_dir) / point["dir"] / "latencies.parquet", columns=["t_pre_ns", "latency_ns"])
     return t.column("t_pre_ns").to_numpy(), t.column("latency_ns").to_numpy()
 
@@ -253,117 +253,58 @@ def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np
 # -------------------------------------------------------------------------------------------------
 # the whole experiment
 # -------------------------------------------------------------------------------------------------
-def arm_status(params: ExperimentParams, backend: Any = None) -> dict[str, dict[str, Any]]:
-    """Per isolation mode: runnable here? (with the reason). On the testbed the DuT host's own
-    boot decides: probed over ssh when the backend is given, else checked by the plan."""
-    if params.backend == "testbed" and backend is not None:
-        return backend.mode_status(params.cgroup_modes)
-    if params.backend == "testbed":
-        return {m: {"runnable": True, "reason": "checked on the DuT host by the plan"} for m in params.cgroup_modes}
-    from benchbook.testbed.isolation import mode_status
-
-    return {m: dict(zip(("runnable", "reason"), mode_status(m), strict=True)) for m in params.cgroup_modes}
+def arm_status(params: ExperimentParams, backend: Backend) -> dict[str, dict[str, Any]]:
+    """Per isolation mode: runnable on the backend's DuT host? (with the reason)"""
+    return backend.mode_status(params.cgroup_modes)
 
 
-def capabilities(params: ExperimentParams, arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
-    from benchbook.tools import perf
-
-    caps = []
-    for m, st in arms.items():
-        caps.append({"capability": f"cgroup isolation {m}", "status": "present" if st["runnable"] else "missing",
-                     "detail": st["reason"]})
-    if params.backend == "testbed":
-        return caps
-    hw = perf.hardware_counters_supported()
-    caps.append({"capability": "perf hardware counters (instructions, branches)",
-                 "status": "present" if hw else "missing",
-                 "detail": "perf stat -e instructions counts" if hw
-                 else "perf stat reports <not supported>: recorded as missing, not zero"})
-    caps += [
-        {"capability": "load generator", "status": "substituted",
-         "detail": "MoonGen on a 10G NIC -> bb-loadgen (AF_PACKET sendmmsg) on veth"},
-        {"capability": "timestamper", "status": "substituted",
-         "detail": "hardware timestamps on optical taps -> "
-                   "tcpdump nanosecond software timestamps at LoadGen egress and sink ingress"},
-        {"capability": "DuT", "status": "substituted" if params.dut_kind != "testpmd-lxc" else "present",
-         "detail": f"DPDK L2 forwarder in an LXC container -> DuT kind {params.dut_kind!r}"},
-    ]
-    return caps
+def capabilities(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"capability": f"cgroup isolation {m}", "status": "present" if st["runnable"] else "missing",
+             "detail": st["reason"]} for m, st in arms.items()]
 
 
 def _grid(params: ExperimentParams) -> list[tuple[str, float, int]]:
-    return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps for k in range(params.repetitions)]
+    """(mode, rate, repetition) of every run, in the order they run: the repetition runner's seeded interleaving
+    when ``params.seed`` is given, else mode by mode (the order a real run draws is in its repetitions.json)."""
+    arms = _arms(params)
+    if params.seed is None:
+        return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps
+                for k in range(1, params.repetitions + 1)]
+    return [(arms[s["arm"]]["mode"], arms[s["arm"]]["rate_pps"], s["repetition"])
+            for s in interleaved_order(list(arms), params.repetitions, params.seed)]
 
 
-def dry_run_plan(params: ExperimentParams) -> dict[str, list[str]]:
-    """Per host, every command it would run for the whole sweep (tool command lines built by
-    benchbook.tools); nothing is run."""
+def _arms(params: ExperimentParams) -> dict[str, dict[str, Any]]:
+    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.cgroup_modes for r in params.rates_pps}
+
+
+def dry_run_plan(params: ExperimentParams, backend: Backend | None = None) -> dict[str, list[str]]:
+    """Per host, every command it would run for the whole sweep: the backend's plan of each point, as printed
+    by the backend (commands built by benchbook.tools; run-time values as placeholders); nothing is run."""
+    backend = backend or backend_for(params)
     per_host: dict[str, list[str]] = {}
-    if params.backend == "testbed":
-        from benchbook.testbed.ssh import SshBackend
-
-        backend = SshBackend(params.inventory, dry_run=True)
-        for mode, rate_pps, rep in _grid(params):
-            m = _testbed_measurement(params, mode, rate_pps, rep)
-            run_dir = f"RUN/raw/{mode}/{_rate_label(rate_pps)}/rep{rep}"
-            for role, lines in backend.host_commands(m, run_dir=run_dir).items():
-                per_host.setdefault(role, []).extend(lines)
-        return per_host
     for mode, rate_pps, rep in _grid(params):
-        for role, lines in local_plan(params, mode, rate_pps, rep).items():
+        run_dir = _point_dir(Path(DRY_RUN_DIR), mode, rate_pps, rep)
+        try:
+            plan = backend.plan(measurement(params, mode, rate_pps, rep, run_dir))
+        except BenchbookError as exc:   # e.g. a mode or DuT this host cannot plan
+            per_host.setdefault("local", []).append(f"# {mode} @ {rate_pps:g} pkt/s repetition {rep}: "
+                                                    f"not planned: {exc}")
+            continue
+        for role, lines in backend.render(plan).items():
             per_host.setdefault(role, []).extend(lines)
     return per_host
 
 
-DRY_RUN_TOKEN = "000000"   # run token of the names in a local dry run (a real run draws a fresh one)
-
-
-def local_plan(params: ExperimentParams, mode: str, rate_pps: float, rep: int) -> dict[str, list[str]]:
-    """Per role of the local topology ("local": this machine's own namespaces), the commands one
-    point runs, built by benchbook.tools. Values known only at run time appear as DUT_PID and
-    DUT_INGRESS_MAC; the isolation recipe writes cgroup files (no commands) and is named in a comment."""
-    import shlex
-
-    from benchbook.testbed.local import LocalTestbed
-    from benchbook.testbed.names import make_name
-    from benchbook.testbed.topology import loadgen_dut_timestamper
-    from benchbook.tools import loadgen, perf, tcpdump, testpmd
-
-    tb = LocalTestbed(loadgen_dut_timestamper(), token=DRY_RUN_TOKEN)
-    d = Path("RUN") / _point_dir(Path("."), mode, rate_pps, rep)
-    out: dict[str, list[str]] = {"local": [], "lg": [], "dut": [], "ts": []}
-    out["local"].append(f"# point {mode} @ {rate_pps:g} pkt/s, repetition {rep}; isolation recipe {mode!r}: "
-                        f"cgroup file writes under /sys/fs/cgroup (benchbook.testbed.isolation)")
-    for role, argv, _ in tb.setup_commands():
-        out[role or "local"].append(shlex.join(argv))
-    filt = f"udp dst port {UDP_DPORT}"
-    out["lg"].append(shlex.join(tcpdump.build_argv(tb.ifname("lg0"), d / "pre.pcap", direction="out", bpf_filter=filt)))
-    out["ts"].append(shlex.join(tcpdump.build_argv(tb.ifname("ts0"), d / "post.pcap", direction="in", bpf_filter=filt)))
-    if params.dut_kind == "testpmd":
-        out["dut"].append(shlex.join(testpmd.build_argv(
-            [tb.ifname("din"), tb.ifname("dout")], main_cpu=params.dut_cpu, fwd_cpu=params.dut_cpu,
-            file_prefix=make_name(tb.token, "tp"))) + f"   # started inside the DuT cgroup of recipe {mode!r}")
-        out["local"].append(shlex.join(perf.build_argv("DUT_PID", params.duration_s, repeats=params.perf_repeats)))
-    else:
-        out["dut"].append(f"# DuT kind {params.dut_kind!r}: see benchbook.testbed.dut")
-    hk_cpu = next(c for c in range(64) if c != params.dut_cpu)
-    cfg = loadgen.LoadgenConfig(iface=tb.ifname("lg0"), rate_pps=rate_pps, duration_s=params.duration_s,
-                                frame_size=params.frame_size, dst_mac="DUT_INGRESS_MAC", dport=UDP_DPORT, cpu=hk_cpu)
-    out["lg"].append(shlex.join(loadgen.build_argv(cfg)))
-    for role in ("lg", "dut", "ts"):
-        out[role] = [shlex.join(["ip", "netns", "exec", tb.netns(role)]) + " " + c if not c.startswith("#") else c
-                     for c in out[role]]
-    out["local"] += [shlex.join(["ip", "netns", "del", tb.netns(r)]) for r in reversed(tb.topology.roles)]
-    return out
-
-
-def write_dry_run(params: ExperimentParams, output_dir: Path) -> Path:
+def write_dry_run(params: ExperimentParams, output_dir: Path, backend: Backend | None = None) -> Path:
     """<output_dir>/dry-run.txt: a section per host with every command it would run."""
-    plan = dry_run_plan(params)
-    where = f"inventory {params.inventory}" if params.backend == "testbed" else "this machine"
+    plan = dry_run_plan(params, backend)
+    where = f"inventory {params.inventory}" if params.inventory else "this machine"
     lines = [f"# benchbook dry run: backend {params.backend} ({where}); nothing was run",
              f"# modes {', '.join(params.cgroup_modes)} x rates {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"
-             f" x {params.repetitions} repetitions"]
+             f" x {params.repetitions} repetitions",
+             f"# {DRY_RUN_DIR}: the output directory; names carry the run token ({DRY_RUN_TOKEN} here); values known "
+             f"only at run time: " + "; ".join(f"{k}: {v}" for k, v in RUNTIME_VALUES.items())]
     for role, cmds in plan.items():
         lines.append("")
         lines.append(f"## host {role}")
@@ -390,10 +331,12 @@ def read_dry_run(path: Path | str) -> dict[str, list[str]]:
 
 def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path | str,
                    progress: Any = None) -> dict[str, Any]:
-    """Run every point of the grid on the chosen backend; write latency-points.json, metrics.json,
-    capabilities.json. With dry_run: only dry-run.txt (the result lists no points). When a point
-    failed (a process of the chain died, a capture is incomplete, ...), MeasurementFailed names the
-    failed points and their reasons after all of that is written; their raw data stay in place."""
+    """Run the grid on the chosen backend through the repetition runner: arms = mode x rate, each repetition a
+    run of its own (a fresh plan executed, its directory raw/<arm>/rep<k>/ with its command log, point.json and
+    repetition.json) in the seeded interleaved order (repetitions.json: seed, order, every run); then write
+    latency-points.json, metrics.json, capabilities.json. With dry_run: only dry-run.txt (the result lists no
+    points). When a point failed (a process of the chain died, a capture is incomplete, ...), MeasurementFailed
+    names the failed points and their reasons after all of that is written; their raw data stay in place."""
     if isinstance(params, dict):
         params = ExperimentParams.from_dict(params)
     params.check()
@@ -403,46 +346,66 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
         path = write_dry_run(params, out)
         return {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": {}, "points": [],
                 "dry_run": str(path)}
-    log = CommandLog(out / "raw")
-    backend: Any = None
-    if params.backend == "testbed":
-        from benchbook.testbed.backends import get_backend
-
-        backend = get_backend("testbed", inventory=params.inventory, dry_run=False, log=log)
+    backend = backend_for(params, CommandLog(out / "raw"))   # the backend's own commands (the ssh probe)
     arms = arm_status(params, backend)
-    points: list[dict[str, Any]] = []
-    for mode, rate_pps, rep in _grid(params):
+    measured: dict[str, dict[str, Any]] = {}
+
+    def one_run(ctx: RunContext) -> list[Statistic]:
+        mode, rate_pps = ctx.config["mode"], ctx.config["rate_pps"]
         if not arms[mode]["runnable"]:
-            points.append({"mode": mode, "rate_pps": rate_pps, "repetition": rep, "status": "not runnable",
-                           "reason": arms[mode]["reason"]})
-            continue
+            raise NotRunnable(arms[mode]["reason"])
         if progress:
-            progress(f"{mode} @ {rate_pps:g} pkt/s, repetition {rep + 1}/{params.repetitions}")
-        if backend is None:
-            points.append(measure_point(params, mode, rate_pps, rep, out, log))
-        else:
-            points.append(measure_testbed_point(backend, params, mode, rate_pps, rep, out))
-    result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points}
+            progress(f"{mode} @ {rate_pps:g} pkt/s, repetition {ctx.repetition}/{params.repetitions} "
+                     f"(run {ctx.position} of the seeded order)")
+        p = measure_point(params, mode, rate_pps, ctx.repetition, out, ctx.log, backend, run_dir=ctx.directory)
+        p.update(round=ctx.round, position=ctx.position)
+        measured[str(ctx.directory.relative_to(out))] = p
+        ctx.metrics.update(point_metrics(p))
+        if p["status"] == "failed":
+            raise MeasurementFailed(str(p.get("error")))
+        return point_statistics(p) if p["status"] == "complete" else []
+
+    try:
+        runs = run_repetitions(out, _arms(params), params.repetitions, one_run, seed=params.seed, progress=None)
+    except RunsFailed as exc:
+        runs = exc.result
+    points = [_point_of(rec, out, measured, arms) for rec in runs.records]
+    result = {"schema": "benchbook.latency-points/1", "params": asdict(params), "arms": arms, "points": points,
+              "repetitions": {"file": SUMMARY_FILE, "seed": runs.summary["plan"]["seed"],
+                              "counts": runs.summary["counts"], "record_write_errors": runs.write_errors}}
     write_json_atomic(out / RESULT_FILE, result)
     metrics = _read_json(out / "metrics.json", {})
-    from benchbook.testbed.cleanup import leftovers
-
-    leftovers_after = leftovers(run_tokens(points)) if params.backend == "local" else None
     metrics["latency_points"] = {"arms": arms, "points": [point_metrics(p) for p in points],
-                                 "leftovers_after": leftovers_after}
+                                 "leftovers_after": backend.leftovers(run_tokens(points))}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
-    caps.extend(capabilities(params, arms))
-    if backend is not None:
-        caps.extend(backend.capability_lines())
+    first = _grid(params)[0] if params.cgroup_modes and params.rates_pps and params.repetitions else None
+    caps.extend(capabilities(arms))
+    caps.extend(backend.capability_lines(measurement(params, *first, run_dir=out) if first else None))
     write_json_atomic(out / "capabilities.json", caps)
-    failed = [p for p in points if p["status"] == "failed"]
+    failed = [p for p in points if p["status"] in ("failed", "interrupted")]
     if failed:
         raise MeasurementFailed(
             f"{len(failed)} of {len(points)} points failed (every point with its reason: {out / RESULT_FILE}; "
             f"raw data kept): " + "; ".join(f"{p['mode']} @ {p['rate_pps']:g} pkt/s repetition {p['repetition']}: "
                                             f"{str(p.get('error')).splitlines()[0]}" for p in failed[:3]))
     return result
+
+
+def _point_of(rec: dict[str, Any], out: Path, measured: dict[str, dict[str, Any]],
+              arms: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A run's point: what this call measured, else its point.json (a run finished before a resume), else what
+    its repetition record says (not runnable, or ended without a point)."""
+    cfg = rec["config"]
+    p = measured.get(rec["dir"]) or _read_json(out / rec["dir"] / "point.json", None)
+    if p is not None:
+        return {**p, "round": rec["round"], "position": rec["position"]}
+    base = {"mode": cfg["mode"], "rate_pps": cfg["rate_pps"], "repetition": rec["repetition"], "dir": rec["dir"],
+            "round": rec["round"], "position": rec["position"]}
+    if rec["status"] == "not runnable":
+        return {**base, "status": "not runnable", "reason": arms.get(cfg["mode"], {}).get("reason") or rec["reason"]}
+    last = (rec.get("reason") or "").strip().splitlines()
+    return {**base, "status": "failed", "error": last[-1] if last else rec["status"]}
 
 
 def add_capabilities(output_dir: Path | str, caps: list[dict[str, str]]) -> None:
@@ -594,8 +557,6 @@ def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
 
 def rate_table(result: dict[str, Any]) -> Any:
     """One row per point: requested/achieved rate, loss, capture drops, percentiles (or why not run)."""
-    import pandas as pd
-
     return pd.DataFrame([point_metrics(p) for p in result["points"]])
 
 
@@ -603,8 +564,6 @@ def perf_table(result: dict[str, Any], rate_pps: float | None = None,
                events_expected: tuple[str, ...] = ("instructions", "branches", "cpu-migrations")) -> Any:
     """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
     without a completed point gets a "not run" row for each of events_expected."""
-    import pandas as pd
-
     rows = []
     for mode in result["params"]["cgroup_modes"]:
         pts = [p for p in complete_points(result, mode, rate_pps) if p.get("perf", {}).get("status") == "run"]

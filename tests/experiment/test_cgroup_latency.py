@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
-from benchbook.experiment import latency_point as cl
+from benchbook.experiment import cgroup_latency as cl
 
 
 def ref_percentile(values: list[int], p: float) -> int:
