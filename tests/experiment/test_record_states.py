@@ -1,13 +1,11 @@
 """Run records in every state a killed or finished process can leave them (benchbook.experiment.record): which
-records mark_abandoned rewrites and which it must leave, how runs are found, and what the atomic writer does when
-it cannot write. Records are written with the module's own validated writer; owners are real processes (this
-one, and one that has exited)."""
+records mark_abandoned rewrites and which it must leave, how runs are found, and what read_record says of a
+directory. Records are written with the module's own validated writer; owners are real processes (this one, and
+one that has exited)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import os
 import subprocess
 from pathlib import Path
@@ -107,21 +105,6 @@ def test_finding_runs_by_path_id_and_experiment(tmp_path):
         rr.find_run("r9", runs)
     assert list(rr.iter_run_dirs(runs / "a")) == [runs / "a" / "r1"]
     assert list(rr.iter_run_dirs(runs / "none")) == []
-
-
-def test_json_safe_and_the_atomic_writer(tmp_path):
-    assert rr.json_safe({"a": [math.nan, (math.inf, -math.inf)], "b": 1.5, "c": "x"}) == {
-        "a": ["NaN", ["Infinity", "-Infinity"]], "b": 1.5, "c": "x"}
-    p = tmp_path / "doc.json"
-    rr.write_json_atomic(p, {"v": 1})
-    assert p.read_text() == '{\n  "v": 1\n}\n'
-    # a write that cannot happen names the path and leaves the previous file and no temporary file
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    with pytest.raises(OSError, match=rf"{blocker / 'x.json'}"):
-        rr.write_json_atomic(blocker / "x.json", {"v": 2})
-    assert json.loads(p.read_text()) == {"v": 1}
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["doc.json", "file"]
 
 
 def test_read_record_of_a_directory_named_run_json(tmp_path):

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.experiment.record import RunRecordError, read_record, write_json_atomic, write_record
+from benchbook.atomic_write import write_json_atomic
+from benchbook.experiment.record import RunRecordError, read_record, write_record
 from benchbook.experiment.sweep import (
     ATTEMPTS_DIR,
     SWEEP_NAME,
