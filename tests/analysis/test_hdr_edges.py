@@ -60,3 +60,45 @@ def test_a_refused_call_names_its_first_bad_value_and_counts_them_all(values, po
                                          rf"\({n} such values in this call; nothing of the call was recorded\)$"):
         h.record(np.array(values))
     assert h.total_count == 1 and int(h.counts.sum()) == 1 and (h.min, h.max) == (3, 3)
+
+
+@pytest.mark.parametrize("layout", [(1, 10**6, 3), (1000, 10**12, 2)])
+def test_counts_indices_follow_the_layout_and_mark_negatives(layout):
+    h = HdrHistogram(*layout)
+    values = [5, -3, 0, 7_777, -1, 123_456, 999_999]
+    want = [-1 if v < 0 else h.layout.counts_index(v) for v in values]
+    assert h.counts_indices(np.array(values)).tolist() == want
+
+
+def test_what_record_takes_as_values():
+    h = HdrHistogram(1, INT64_MAX, 2)
+    h.record(np.array([[1, 2], [3, 4]]))  # any shape, read flat
+    h.record(np.array([5.0, 6.0]))  # integral floats
+    h.record(np.array([7, INT64_MAX], np.uint64))
+    h.record(np.array([8], np.uint8))
+    h.record(np.array([True]))
+    for empty in (np.array([], np.float64), np.array([], np.uint64), np.array([], dtype=object), []):
+        h.record(empty)
+    assert h.total_count == 10 and h.max == INT64_MAX and h.min == 1
+    assert h.counts[h.layout.counts_index(INT64_MAX)] == 1
+    h.record(np.array([2.0**63 - 1024]))  # the largest float below 2^63
+    assert h.total_count == 11
+
+
+@pytest.mark.parametrize("values,message", [
+    (np.array([1.0, 2.5]), r"^values\[1\] = 2\.5 is not an integer \(HdrHistogram records integers\)$"),
+    (np.array([1.0, np.nan]), r"^values\[1\] = nan is not an integer"),
+    (np.array([np.inf]), r"^values\[0\] = inf is not an integer"),
+    (np.array([1.0, 2.0**63]), r"^values\[1\] = 9\.223372036854776e\+18 exceeds the int64 range$"),
+    (np.array([1e19, 1.0]), r"^values\[0\] = 1e\+19 exceeds the int64 range$"),
+    (np.array([1, 2**63], np.uint64), r"^values\[1\] = 9223372036854775808 exceeds the int64 range$"),
+    (np.array(["1"]), r"^values must be integers, got dtype <U1$"),
+    (np.array([1 + 0j]), r"^values must be integers, got dtype complex128$"),
+])
+def test_values_that_are_no_int64_are_refused_by_position(values, message):
+    h = HdrHistogram(1, INT64_MAX, 2)
+    with pytest.raises((ValueError, TypeError), match=message):
+        h.record(values)
+    assert h.total_count == 0 and not h.counts.any()
+    with pytest.raises(ValueError, match=r"^counts\[0\] = 1\.5 is not an integer"):
+        h.record(np.array([1]), np.array([1.5]))
