@@ -102,3 +102,31 @@ def test_values_that_are_no_int64_are_refused_by_position(values, message):
     assert h.total_count == 0 and not h.counts.any()
     with pytest.raises(ValueError, match=r"^counts\[0\] = 1\.5 is not an integer"):
         h.record(np.array([1]), np.array([1.5]))
+
+
+def test_copy_and_empty_like_keep_layout_and_ratio_and_share_nothing():
+    h = HdrHistogram(1000, 10**10, 2)
+    h.conversion_ratio = 0.001
+    h.record(np.array([5_000, 70_000, 70_000]))
+    c = h.copy()
+    assert c.layout == h.layout and c.conversion_ratio == 0.001
+    assert (c.total_count, c.min, c.max, c.mean, c.stddev, c.exact_stats) == \
+        (h.total_count, h.min, h.max, h.mean, h.stddev, True)
+    assert c.counts.tolist() == h.counts.tolist()
+    c.record(np.array([9_000_000]))
+    assert h.total_count == 3 and h.max == 70_000 and c.max == 9_000_000  # the copy has its own counts
+    e = h.empty_like()
+    assert e.layout == h.layout and e.conversion_ratio == 0.001 and e.total_count == 0 and not e.counts.any()
+    assert HdrHistogram.decode(e.encode()).conversion_ratio == 0.001
+    d = HdrHistogram.decode(h.encode()).copy()  # decoded: bucket statistics, copied as such
+    assert not d.exact_stats and d.total_count == 3 and d.max == h.hdr_max()
+
+
+def test_weighted_record_refusals():
+    h = HdrHistogram()
+    with pytest.raises(ValueError, match=r"^values \(3\) and counts \(2\) differ in length$"):
+        h.record(np.array([1, 2, 3]), np.array([1, 1]))
+    with pytest.raises(ValueError, match=r"^counts\[1\] = -2 is negative$"):
+        h.record(np.array([1, 2]), np.array([3, -2]))
+    h.record(np.array([1, 2]), np.array([0, 0]))  # nothing to count
+    assert h.total_count == 0
