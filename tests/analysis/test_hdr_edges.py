@@ -130,3 +130,38 @@ def test_weighted_record_refusals():
         h.record(np.array([1, 2]), np.array([3, -2]))
     h.record(np.array([1, 2]), np.array([0, 0]))  # nothing to count
     assert h.total_count == 0
+
+
+def test_weighted_recording_edges():
+    h = HdrHistogram(1, 10**6, 3)
+    h.record(np.array([1, 500, 0]), np.array([0, 2, 3]))  # a value with count 0 is not recorded
+    assert (h.total_count, h.min, h.max) == (5, 0, 500) and h.mean == 200.0
+    one = HdrHistogram()
+    one.record(np.array([42]), np.array([3]))
+    assert (one.total_count, one.min, one.max, one.mean) == (3, 42, 42, 42.0)
+    top = h.layout.max_trackable_value
+    with pytest.raises(ValueError, match=rf"^values\[2\] = {top + 1} cannot be recorded \(negative or above the "
+                                         rf"highest trackable value {top}\); nothing of the call was recorded$"):
+        h.record(np.array([7, 3, top + 1, top + 2]), np.array([0, 1, 1, 1]))
+    with pytest.raises(ValueError, match=r"^values\[1\] = -4 cannot be recorded"):
+        h.record(np.array([7, -4]), np.array([1, 1]))
+    h.record(np.array([99, top + 1]), np.array([1, 0]))  # refused values with count 0 are not looked at
+    assert h.total_count == 6 and h.max == 500
+
+
+def test_counts_add_up_to_the_int64_limit_and_not_beyond():
+    h = HdrHistogram()
+    h.record(np.array([10, 20]), np.array([INT64_MAX - 5, 5]))  # exactly the limit
+    assert h.total_count == INT64_MAX
+    limit = rf"^counts add up beyond the signed 64-bit limit {INT64_MAX} a histogram counts in$"
+    with pytest.raises(ValueError, match=limit):
+        h.record(np.array([10]), np.array([1]))
+    g = HdrHistogram()
+    g.record(np.array([3]))  # one counted already
+    with pytest.raises(ValueError, match=limit):
+        g.record(np.array([3]), np.array([INT64_MAX]))
+    big = HdrHistogram()
+    big.record(np.array([3]), np.array([2**62]))
+    with pytest.raises(ValueError, match=limit):
+        big.record(np.array([4]), np.array([2**62]))
+    assert g.total_count == 1 and big.total_count == 2**62
