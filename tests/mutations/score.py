@@ -253,11 +253,10 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
     out = WORK / "modules"
     out.mkdir(parents=True, exist_ok=True)
     log = out / f"{m.slug}.log.jsonl"
-    for other in WORK.glob("tree-*"):
-        if other != tree or fresh:
-            _forget(other, m)  # the module's results live in one tree
     if fresh:
+        _forget(tree, m)
         log.unlink(missing_ok=True)
+    (out / f"{m.slug}.tree").write_text(tree.name)  # where the module's latest results are
     t0 = time.monotonic()
     _drop_pyc(tree, m)
     try:
@@ -464,6 +463,9 @@ def tally(m: Module, mutants: list[Mutant]) -> Row:
 
 
 def find_tree(m: Module) -> Path | None:
+    marker = WORK / "modules" / f"{m.slug}.tree"
+    if marker.is_file():
+        return WORK / marker.read_text().strip()
     for tree in sorted(WORK.glob("tree-*")):
         db = tree / ".mutmut-cache"
         if db.is_file():
@@ -515,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("modules", nargs="*", help="module paths under lib/benchbook (default: every listed module)")
     ap.add_argument("--round", type=int, help="only the modules of this round")
     ap.add_argument("--jobs", type=int, default=1, help="modules measured at once, each in its own tree copy")
+    ap.add_argument("--first-tree", type=int, default=0,
+                    help="number of the first tree copy to use (another run may use the others meanwhile)")
     ap.add_argument("--fresh", action="store_true", help="forget earlier results of the modules run")
     ap.add_argument("--report", action="store_true", help="only print the table of the results there are")
     ap.add_argument("--survivors", action="store_true", help="list the survivors (of the modules given)")
@@ -536,18 +540,19 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         WORK.mkdir(parents=True, exist_ok=True)
         jobs = max(1, args.jobs)
-        for w in range(jobs):
+        trees = [args.first_tree + w for w in range(jobs)]
+        for w in trees:
             sync_tree(tree_dir(w))
         t0 = time.monotonic()
         if jobs == 1:
             for m in chosen:
-                print(run_module(m, 0, args.fresh), flush=True)
+                print(run_module(m, trees[0], args.fresh), flush=True)
         else:
             from concurrent.futures import ThreadPoolExecutor
             from queue import Queue
 
             free: Queue[int] = Queue()
-            for w in range(jobs):
+            for w in trees:
                 free.put(w)
 
             def one(m: Module) -> str:
