@@ -165,3 +165,33 @@ def test_counts_add_up_to_the_int64_limit_and_not_beyond():
     with pytest.raises(ValueError, match=limit):
         big.record(np.array([4]), np.array([2**62]))
     assert g.total_count == 1 and big.total_count == 2**62
+
+
+@pytest.mark.parametrize("value,count", [(2**62, 2), (2**62, 4), (2**61 + 1, 3)])
+def test_weighted_sums_beyond_int64_stay_exact(value, count):
+    h = HdrHistogram(1, INT64_MAX, 2)
+    h.record(np.array([value]), np.array([count]))  # value * count >= 2^63: an int64 dot product would wrap
+    assert h.mean == value
+    h.record(np.array([value, 1]), np.array([count, 1]))
+    assert h.mean == (2 * value * count + 1) / (2 * count + 1)
+
+
+def test_record_value_counts():
+    h = HdrHistogram()
+    h.record_value(5)
+    h.record_value(7, 2)
+    h.record_value(9, 3)
+    assert h.total_count == 6 and h.count_at_value(5) == 1 and h.count_at_value(7) == 2 and h.count_at_value(9) == 3
+
+
+def test_reset_forgets_everything_also_decoded_statistics():
+    h = HdrHistogram()
+    h.record(np.array([10, 20, 30]))
+    d = HdrHistogram.decode(h.encode())
+    assert not d.exact_stats
+    for x in (h, d):
+        x.reset()
+        assert (x.total_count, x.min, x.max, x.mean, x.stddev, x.exact_stats) == (0, 0, 0, 0.0, 0.0, True)
+        assert not x.counts.any()
+        x.record(np.array([4, 6]))
+        assert (x.total_count, x.min, x.max, x.mean, x.stddev) == (2, 4, 6, 5.0, 1.0)
