@@ -171,9 +171,9 @@ def test_counts_add_up_to_the_int64_limit_and_not_beyond():
 def test_weighted_sums_beyond_int64_stay_exact(value, count):
     h = HdrHistogram(1, INT64_MAX, 2)
     h.record(np.array([value]), np.array([count]))  # value * count >= 2^63: an int64 dot product would wrap
-    assert h.mean == value
+    assert h.mean == pytest.approx(value, rel=1e-15)
     h.record(np.array([value, 1]), np.array([count, 1]))
-    assert h.mean == (2 * value * count + 1) / (2 * count + 1)
+    assert h.mean == pytest.approx((2 * value * count + 1) / (2 * count + 1), rel=1e-15)
 
 
 def test_record_value_counts():
@@ -195,3 +195,16 @@ def test_reset_forgets_everything_also_decoded_statistics():
         assert not x.counts.any()
         x.record(np.array([4, 6]))
         assert (x.total_count, x.min, x.max, x.mean, x.stddev) == (2, 4, 6, 5.0, 1.0)
+
+
+def test_empty_and_bucket_statistics():
+    e = HdrHistogram()
+    assert (e.mean, e.stddev, e.hdr_mean(), e.hdr_stddev(), e.hdr_max(), e.hdr_min()) == (0.0, 0.0, 0.0, 0.0, 0, 0)
+    d = HdrHistogram.decode(e.encode())
+    assert (d.mean, d.stddev, d.max, d.min, d.total_count) == (0.0, 0.0, 0, 0, 0)
+    # HdrHistogram's bucket statistics of one value in the first bucket of a coarse layout (unit 2^9 = 512)
+    h = HdrHistogram(1000, 10**9, 2)
+    h.record(np.array([5]))
+    assert (h.hdr_min(), h.hdr_max()) == (0, 511) and h.hdr_mean() == 256.0 and h.hdr_stddev() == 0.0
+    dec = HdrHistogram.decode(h.encode())
+    assert (dec.min, dec.max, dec.mean, dec.stddev) == (0, 511, 256.0, 0.0)
