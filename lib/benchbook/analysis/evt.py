@@ -141,7 +141,7 @@ def return_level_gradient(sigma: float, xi: float, zeta: float, m: float) -> np.
     """d x_m / d (zeta, sigma, xi)."""
     mz = m * zeta
     if abs(xi) < _XI_ZERO:
-        return np.array([sigma / zeta, math.log(mz), -0.5 * sigma * math.log(mz) ** 2])
+        return np.array([sigma / zeta, math.log(mz), 0.5 * sigma * math.log(mz) ** 2])
     d_zeta = sigma * m**xi * zeta ** (xi - 1.0)
     d_sigma = (mz**xi - 1.0) / xi
     d_xi = -sigma / xi**2 * (mz**xi - 1.0) + sigma / xi * mz**xi * math.log(mz)

