@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hdr import HdrHistogram, percentile_iteration
 from benchbook.analysis.hdr_layout import INT64_MAX
 
 
@@ -208,3 +208,74 @@ def test_empty_and_bucket_statistics():
     assert (h.hdr_min(), h.hdr_max()) == (0, 511) and h.hdr_mean() == 256.0 and h.hdr_stddev() == 0.0
     dec = HdrHistogram.decode(h.encode())
     assert (dec.min, dec.max, dec.mean, dec.stddev) == (0, 511, 256.0, 0.0)
+
+
+def test_percentiles_of_one_value_and_out_of_range_requests():
+    h = HdrHistogram(1, 10**9, 2)
+    h.record(np.array([123_456]))
+    top = h.layout.highest_equivalent_value(123_456)
+    assert h.percentiles([0, 50, 100]) == {0: h.layout.lowest_equivalent_value(123_456), 50: top, 100: top}
+    assert HdrHistogram().percentiles([50, 99.9]) == {50: 0, 99.9: 0}
+    for p in (100.5, -0.1, 101):
+        with pytest.raises(ValueError, match=rf"^percentile {p} is outside 0\.\.100$"):
+            h.value_at_percentile(p)
+
+
+def test_recorded_values_default_ladder_and_text_parameters():
+    h = HdrHistogram(1000, 10**9, 2)
+    h.record(np.array([5_000, 5_000, 70_000]))
+    idx = [h.layout.counts_index(5_000), h.layout.counts_index(70_000)]
+    for which, fn in (("highest", h.layout.highest_values), ("lowest", h.layout.lowest_values),
+                      ("median", h.layout.median_values)):
+        vals, counts = h.recorded(which)
+        assert vals.tolist() == fn(np.array(idx)).tolist() and counts.tolist() == [2, 1]
+    assert h.recorded()[0].tolist() == h.recorded("highest")[0].tolist()
+    assert h.percentile_ladder().equals(h.percentile_ladder(5))
+    assert h.percentile_distribution() == h.percentile_distribution(5, 1.0, False)
+    assert h.percentile_distribution(value_scale=1000.0) != h.percentile_distribution()
+
+
+def test_merging_one_value_the_count_limit_and_the_range_edge():
+    a = HdrHistogram(1, 10**6, 3)
+    b = HdrHistogram(1, 10**6, 3)
+    b.record(np.array([77]))
+    a.merge(b)
+    assert a.total_count == 1 and a.max == 77 and a.exact_stats is True
+    big = HdrHistogram(1, 10**6, 3)
+    big.record(np.array([5]), np.array([INT64_MAX - 1]))
+    a.merge(big)  # exactly 2^63 - 1 counts
+    assert a.total_count == INT64_MAX
+    with pytest.raises(ValueError, match=r"^cannot merge: the total count 9223372036854775807 \+ 1 is beyond"):
+        a.merge(b)
+    # another layout: values up to this one's highest trackable value merge, one bucket more does not
+    top = a.layout.max_trackable_value
+    wide = HdrHistogram(1, 10**7, 3)
+    wide.record(np.array([top]))
+    small = HdrHistogram(1, 10**6, 3)
+    small.merge(wide)
+    assert small.total_count == 1 and small.counts[small.layout.counts_len - 1] == 1
+    wider = HdrHistogram(1, 10**7, 3)
+    wider.record(np.array([top + 1]))
+    with pytest.raises(ValueError, match=rf"^cannot merge: the other histogram holds values up to "
+                                         rf"{wider.hdr_max()}, above this histogram's highest trackable value {top}$"):
+        small.merge(wider)
+    decoded = HdrHistogram.decode(b.encode())
+    small.merge(decoded)
+    assert small.exact_stats is False and decoded.exact_stats is False
+    assert HdrHistogram.decode(HdrHistogram().encode()).exact_stats is True
+
+
+def test_from_counts_and_repr():
+    h = HdrHistogram.from_counts(np.array([3, 9]), np.array([2, 1]), lowest_discernible_value=1,
+                                 highest_trackable_value=1000, significant_figures=2)
+    assert (h.total_count, h.min, h.max, h.highest_trackable_value) == (3, 3, 9, 1000)
+    assert repr(h) == "HdrHistogram(lowest=1, highest=1000, sig=2, total=3, exact_stats=True)"
+
+
+def test_percentile_iteration_of_nothing_and_of_one_bin():
+    assert percentile_iteration(np.array([], np.int64), 0) == []
+    assert percentile_iteration(np.array([0]), 0) == []
+    assert percentile_iteration(np.array([1]), 1) == [(0.0, 0), (100.0, 0)]
+    assert percentile_iteration(np.array([1, 2]), 2) == percentile_iteration(np.array([1, 2]), 2, 5)
+    with pytest.raises(ValueError, match="^ticks_per_half must be >= 1$"):
+        percentile_iteration(np.array([1]), 1, 0)
