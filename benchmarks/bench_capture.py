@@ -18,6 +18,13 @@ import time
 import warnings
 from pathlib import Path
 
+import dpkt
+import pyshark
+from scapy.utils import RawPcapReader
+
+from benchbook.analysis.latency import IdKey, match_captures
+from benchbook.capture import open_capture
+from benchbook.capture.synth import make_capture_pair
 from timing import best_of, child_run, kernels_mode, row
 
 HERE = Path(__file__).resolve().parent
@@ -27,8 +34,6 @@ PY = sys.executable
 
 def pair(n: int) -> tuple[Path, Path, dict]:
     """A generated ns pcap pair of n packets per side (1 Mpkt/s, 0.1 % loss/dup/reorder)."""
-    from benchbook.capture.synth import make_capture_pair
-
     WORK.mkdir(parents=True, exist_ok=True)
     tag = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
     pre, post, meta = WORK / f"pre-{tag}.pcap", WORK / f"post-{tag}.pcap", WORK / f"truth-{tag}.json"
@@ -41,10 +46,6 @@ def pair(n: int) -> tuple[Path, Path, dict]:
 
 
 def run(quick: bool) -> list[dict]:
-    import numpy as np  # noqa: F401
-
-    from benchbook.analysis.latency import IdKey, match_captures
-    from benchbook.capture import open_capture
 
     rows: list[dict] = []
     n_scan = 200_000 if quick else 2_000_000
@@ -61,8 +62,6 @@ def run(quick: bool) -> list[dict]:
     t_ours = best_of(ours, 3)
     ours_mpps = n_scan / t_ours / 1e6
 
-    import dpkt
-
     def dpkt_scan():
         n = 0
         with open(pre, "rb") as f:
@@ -73,8 +72,6 @@ def run(quick: bool) -> list[dict]:
     t = best_of(dpkt_scan, 1)
     rows.append(row("scan ns pcap (timestamps, lengths, frames)", ours_mpps, n_scan / t / 1e6, "dpkt pcap.Reader",
                     "Mpkt/s", f"{n_scan:,} packets of 64 B, page cache warm, in-process"))
-
-    from scapy.utils import RawPcapReader
 
     def scapy_scan():
         n = 0
@@ -94,8 +91,6 @@ def run(quick: bool) -> list[dict]:
         n = out.count("\n")
         rows.append(row("scan ns pcap", ours_mpps, n / t / 1e6, "tshark -T fields", "Mpkt/s",
                         f"tshark prints time and length of all {n:,} packets; includes its start-up"))
-        import pyshark
-
         n_sub = 2_000 if quick else 10_000
         sub = WORK / f"sub-{n_sub}.pcap"
         subprocess.run(["editcap", "-r", str(pre), str(sub), f"1-{n_sub}"], check=True, capture_output=True)

@@ -9,6 +9,8 @@ row uses the V2/V3 interop files only.
 from __future__ import annotations
 
 import numpy as np
+from hdrh.histogram import HdrHistogram as HdrhHistogram
+from hdrh.log import HistogramLogReader
 
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hlog import read_hlog
@@ -27,9 +29,6 @@ def _latencies(n: int, seed: int = 1) -> np.ndarray:
 
 
 def run(quick: bool) -> list[dict]:
-    from hdrh.histogram import HdrHistogram as HdrhHistogram
-    from hdrh.log import HistogramLogReader
-
     rows: list[dict] = []
     n = 5_000_000 if quick else 100_000_000
     n_sub = 50_000 if quick else 500_000

@@ -24,7 +24,15 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
+
+import numpy as np
+
+from benchbook.capture import open_capture
+from benchbook.testbed.local import LocalBackend
+from benchbook.tools import loadgen, perf, tcpdump
+from benchbook.tools.host import LocalHost
 
 CEILING_C = r"""
 #define _GNU_SOURCE
@@ -87,8 +95,6 @@ def run(quick: bool) -> list[dict]:
         return [{"name": "bb-loadgen over veth", "benchbook": float("nan"), "other": float("nan"),
                  "other_tool": "sendmmsg loop", "unit": "Mpkt/s", "ratio": float("nan"),
                  "note": "skipped: needs root (network namespaces)"}]
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.tools import loadgen
 
     secs = 1.0 if quick else 1.5
     rounds = 1 if quick else 5
@@ -132,15 +138,6 @@ def run(quick: bool) -> list[dict]:
 
 def paced_rows(rate_pps: int = 20_000, duration_s: int = 1) -> list[dict]:
     """Rate, span and loss of a paced run, and perf's CPU share of a busy loop (needs root)."""
-    import time
-
-    import numpy as np
-
-    from benchbook.capture import open_capture
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.tools import loadgen, perf, tcpdump
-    from benchbook.tools.host import LocalHost
-
     n = rate_pps * duration_s
     with tempfile.TemporaryDirectory() as tmp:
         pcap = Path(tmp) / "rx.pcap"

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from benchbook.analysis.moongen_stats import moongen_summary
 from benchbook.tools.moongen_histogram import read_moongen_histogram
@@ -30,8 +31,6 @@ def _write(path: Path, n_lines: int) -> int:
 
 
 def run(quick: bool) -> list[dict]:
-    import pandas as pd
-
     n = 100_000 if quick else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / "histogram.csv"

@@ -14,9 +14,14 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
+import nbformat
+from nbconvert import HTMLExporter
+
 from benchbook.paths import REPO_ROOT, RUNS_DIR
+from benchbook.publish.site import build_site
 
 WORK = REPO_ROOT / "benchmarks" / "work"
 BUDGET_S = 30.0
@@ -52,11 +57,6 @@ def _mb(path: Path) -> float:
 def _stock_nbconvert_s(notebooks: list[Path]) -> tuple[float, int]:
     """Seconds for nbconvert's stock lab HTML export of the same notebooks, and how many plotly
     outputs it kept (it drops application/vnd.plotly.v1+json)."""
-    import warnings
-
-    import nbformat
-    from nbconvert import HTMLExporter
-
     exporter = HTMLExporter(template_name="lab")
     kept = 0
     t0 = time.perf_counter()
@@ -69,8 +69,6 @@ def _stock_nbconvert_s(notebooks: list[Path]) -> tuple[float, int]:
 
 
 def run(quick: bool) -> list[dict]:
-    from benchbook.publish.site import build_site
-
     runs = _runs_dir(quick)
     out = WORK / "publish-site"
     shutil.rmtree(out, ignore_errors=True)

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchbook.analysis.tcp_pass import run_pass
+from benchbook.capture.tcp_synth import make_tcp_capture
 from timing import best_of, child_run, kernels_mode, row
 
 HERE = Path(__file__).resolve().parent
@@ -27,8 +29,6 @@ BENCHBOOK = str(Path(PY).with_name("benchbook"))
 
 def capture(segments: int) -> tuple[Path, dict]:
     """A generated capture of 8 bulk flows, about 12 x segments packets (kept in benchmarks/work/)."""
-    from benchbook.capture.tcp_synth import make_tcp_capture
-
     WORK.mkdir(parents=True, exist_ok=True)
     path = WORK / f"tcp-{segments}.pcap"
     meta = Path(str(path) + ".truth.json")
@@ -90,7 +90,6 @@ def run(quick: bool) -> list[dict]:
                     f"({d['s']:.1f} s wall, {d['cpu']:.1f} s CPU)"))
 
     # ---- in-process core: the streaming pass (flows, bins, rules, RTT) without writing files ---------------
-    from benchbook.analysis.tcp_pass import run_pass
 
     run_pass([path])
     cpu: list[float] = []

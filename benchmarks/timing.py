@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def best_of(fn: Callable[[], object], repeat: int = 2) -> float:
@@ -46,8 +47,6 @@ def row(name, ours, other, tool, unit, note, higher_is_better=True) -> dict:
 
 def kernels_mode() -> str:
     """Which kernels the timed `benchbook` commands run: the AOT build, or numba's JIT and why."""
-    from pathlib import Path
-
     out = subprocess.run([str(Path(sys.executable).with_name("benchbook")), "kernels", "status"],
                          capture_output=True, text=True).stdout.strip()
     return "AOT build" if out.startswith("AOT build") else f"numba JIT: {out}"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import zstandard
+
 
 def _open_bytes(path: Path) -> bytes:
     raw = Path(path).read_bytes()
     if raw[:4] == b"\x28\xb5\x2f\xfd":
-        import zstandard
-
         return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
     return raw
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 
+from benchbook import cli
 from benchbook.analysis.hist_report import HistInputError
 from benchbook.errors import BenchbookError
 from benchbook.tools.moongen_histogram import MoonGenFormatError, read_moongen_histogram
@@ -63,8 +66,6 @@ cli.main(sys.argv[1:])
 
 
 def test_unexpected_exception_is_one_line_and_a_log_file(tmp_path: Path) -> None:
-    import os
-
     env = dict(os.environ, BENCHBOOK_LOG_DIR=str(tmp_path / "logs"))
     r = subprocess.run([sys.executable, "-c", CRASHING, "crash"], capture_output=True, text=True, timeout=120,
                        env=env)
@@ -80,10 +81,6 @@ def test_unexpected_exception_is_one_line_and_a_log_file(tmp_path: Path) -> None
 def test_each_command_module_registers_the_command_of_its_name() -> None:
     """The start-up shortcut builds an app from the module named like the command: every module must register
     exactly that one top-level name, and the whole app exactly the modules' names."""
-    import typer
-
-    from benchbook import cli
-
     for name in cli.COMMAND_MODULES:
         group = typer.main.get_command(cli.build_app((name,)))
         assert sorted(group.commands) == [name], name

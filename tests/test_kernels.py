@@ -21,6 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchbook import kernels as kn
+from benchbook.analysis import match_kernel as mk
+from benchbook.capture.synth import make_capture_pair
+from benchbook.capture.tcp_synth import make_tcp_capture
+from benchbook.commands.kernels import kernel_sources
 from benchbook.paths import REPO_ROOT
 
 BENCHBOOK = str(REPO_ROOT / ".venv" / "bin" / "benchbook")
@@ -53,9 +57,6 @@ def _summary(path) -> dict:
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory):
-    from benchbook.capture.synth import make_capture_pair
-    from benchbook.capture.tcp_synth import make_tcp_capture
-
     d = tmp_path_factory.mktemp("kernels")
     truth_tcp = make_tcp_capture(d / "tcp.pcap", flows=5, segments=3000, loss=0.002, reorder=0.002, seed=11)
     truth_lat = make_capture_pair(d / "pre.pcap", d / "post.pcap", 200_000, loss=0.001, duplicate=0.001,
@@ -156,8 +157,6 @@ def test_a_command_on_the_aot_build_never_imports_numba(captures, tmp_path):
 def test_a_stale_build_is_not_used(captures, tmp_path):
     """A manifest whose sources, CPU, Python or extensions do not match is not loaded (no build needed: the
     checks come before any extension is opened)."""
-    from benchbook.commands.kernels import kernel_sources
-
     d, truth, _ = captures
     copy = tmp_path / "kernels"
     copy.mkdir()
@@ -185,7 +184,6 @@ def test_a_stale_build_is_not_used(captures, tmp_path):
 def test_calls_the_build_was_not_compiled_for_take_the_jit_with_the_same_result(tmp_path):
     """In process: id_keys on arrays of other types (int32 caplen, a writable buffer) than the build's (on
     whichever path is in use here)."""
-    from benchbook.analysis import match_kernel as mk
 
     rng = np.random.default_rng(3)
     n = 1000

@@ -89,8 +89,8 @@ def crash_log_dir() -> Path:
 def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
     """Write the traceback of `exc` with the command line to a new log file; its path, or None
     when no log file could be written."""
-    import tempfile
-    import traceback
+    import tempfile  # noqa: PLC0415 only a crash report needs it; every command starts here
+    import traceback  # noqa: PLC0415 only a crash report needs it; every command starts here
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     text = (f"benchbook {' '.join(argv) if argv is not None else ' '.join(sys.argv[1:])}\n"

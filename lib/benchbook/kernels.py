@@ -167,7 +167,7 @@ def activate_jit() -> None:
 
 def _dispatcher(py_func: Callable, options: dict[str, Any]) -> Any:
     """numba's dispatcher of ``py_func``; with ``cache=True`` its cache is keyed on its dependencies too."""
-    import numba
+    import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
     d = numba.njit(**options)(py_func)
     if options.get("cache") and getattr(d, "_cache", None) is not None:
@@ -179,7 +179,7 @@ def _dispatcher(py_func: Callable, options: dict[str, Any]) -> Any:
 def _dependency_cache() -> type:
     """numba's FunctionCache with the digest of the kernel's module sources in the index key (defined on the
     first JIT use: it needs numba)."""
-    from numba.core.caching import FunctionCache
+    from numba.core.caching import FunctionCache  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
     class DependencyCache(FunctionCache):
         def __init__(self, py_func: Callable, digest: str) -> None:
@@ -202,7 +202,7 @@ def _import_numba() -> None:
     for m in hidden:
         sys.modules[m] = None  # type: ignore[assignment]
     try:
-        from numba.core.registry import cpu_target
+        from numba.core.registry import cpu_target  # noqa: PLC0415 numba only under the JIT (not AOT)
 
         cpu_target.typing_context.refresh()
         cpu_target.target_context.refresh()
@@ -245,8 +245,8 @@ def _fits(pattern: tuple, args: Sequence[Any]) -> bool:
 
 def arg_pattern(numba_type: Any) -> tuple | None:
     """The :func:`_fits` pattern of one numba argument type, or None where calls cannot be checked cheaply."""
-    from numba.core import types
-    from numba.np.numpy_support import as_dtype
+    from numba.core import types  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
+    from numba.np.numpy_support import as_dtype  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
 
     if isinstance(numba_type, types.Literal):  # a constant passed between kernels, never from Python
         return None

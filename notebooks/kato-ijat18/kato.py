@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import (
@@ -167,8 +168,6 @@ def gate_periods(applied: list[dict[str, Any]], closed_bps: int = GATE_CLOSED_BP
 
 
 def figure(ps: dict[str, np.ndarray], cca: str, start_s: float, window_s: float, title: str) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     fig.add_trace(go.Bar(x=ps["t_s"] + 0.5, y=ps["mbps"], name="throughput per 1 s [Mbit/s]", opacity=0.6))
     fig.add_trace(go.Scatter(x=ps["t_s"] + 0.5, y=ps["cwnd"], mode="lines+markers", name="cwnd, mean per 1 s "

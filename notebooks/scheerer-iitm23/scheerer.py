@@ -13,8 +13,6 @@ from typing import Any
 
 from benchbook.analysis import evt
 
-PRINTED = ("u_us", "n_exceed", "n_total", "sigma_us", "xi", "ci_sigma", "ci_xi", "m", "rate_pps")
-
 
 def paper_models(p: dict[str, Any]) -> tuple[evt.PotModel, evt.PotModel]:
     """(model with the paper's printed Wald SEs, model with expected-information covariance)."""

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 
 from benchbook.analysis.tcp_report import analyze_tcp
 from benchbook.atomic_write import write_json_atomic
@@ -134,8 +136,6 @@ def bro_series(run_dir: Path | str, flow: int) -> dict[str, dict[str, np.ndarray
     """From the TCP report in ``run_dir``/tcp, per direction ("orig", "resp") of ``flow``: t_s (bin start from
     the flow's first bin), the cumulative score (NaN in bins without a packet of that direction: bro-tcp logs
     nothing there), the score of the bin alone, advancing ACKs and their mean inter-arrival (ms) per bin."""
-    import pandas as pd
-
     iv = pd.read_parquet(Path(run_dir) / "tcp" / "intervals.parquet")
     iv = iv[iv["flow"] == flow]
     t0 = iv["start_time_ns"].min()
@@ -168,8 +168,6 @@ def score_shape(s: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def score_figure(series: dict[str, dict[str, np.ndarray]], data_dir: str, title: str) -> Any:
-    import plotly.graph_objects as go
-
     s = series[data_dir]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=s["t_s"], y=s["cumulative_score"], mode="lines+markers", marker={"size": 3},
@@ -180,8 +178,6 @@ def score_figure(series: dict[str, dict[str, np.ndarray]], data_dir: str, title:
 
 
 def ack_figure(series: dict[str, dict[str, np.ndarray]], labels: dict[str, str], title: str) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for d, s in series.items():
         ok = np.isfinite(s["ack_interarrival_ms"])

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
 from benchbook.analysis.fairness import rtt_fairness
 from benchbook.experiment import cca_pairs
 
@@ -104,9 +108,6 @@ def add_fig61_rows(verdict: Any, result: dict[str, Any], part: str, sets: dict[s
 def fig61_figure(cells: list[dict[str, Any]], part: str) -> Any:
     """(a) published and measured Jain's index per pair as two heatmaps; (b) Jain's index over the RTT
     difference per algorithm, published as lines, measured as markers."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     names = list(FIG61.values())
     if part == "fig6.1a":
         fig = make_subplots(rows=1, cols=2, subplot_titles=("published (thesis, Mininet)", "measured here"))
@@ -217,8 +218,6 @@ def _add_time_split_rows(verdict: Any, result: dict[str, Any], name: str, ccas: 
                          split_s: float = SPLIT_S) -> None:
     """Each flow's mean interval rate before and after ``split_s`` (over all repetitions): how the share
     moves during a run, which decides what a run-long average shows."""
-    import numpy as np
-
     frames = [cca_pairs.interval_frame(result["output_dir"], r) for r in result["runs"] if r["set"] == name]
     if not frames:
         return

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import During, FlowsArm, FlowsRun, flows_run
@@ -166,8 +167,6 @@ def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: i
 
 
 def cdf_figure(lat: dict[str, np.ndarray], bound_ms: float, title: str) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for arm, v in lat.items():
         x = np.sort(v)

@@ -15,6 +15,7 @@ from benchbook.analysis.bootstrap import (
     bootstrap_delta,
     bootstrap_distribution,
     delta_of_medians,
+    median,
     percentile_interval,
 )
 from benchbook.analysis.intervals import MIN_RUNS, NoInterval
@@ -105,8 +106,6 @@ def test_delta_of_medians_batches() -> None:
 
 
 def test_median_is_numpys() -> None:
-    from benchbook.analysis.bootstrap import median
-
     rng = np.random.default_rng(0)
     for r in range(1, 12):
         x = rng.normal(size=(7, 5, r))

@@ -18,6 +18,7 @@ from benchbook.analysis.fairness import (
     jain_of_means,
     per_interval_jain,
     rtt_fairness,
+    sorted_unique,
     summarize,
 )
 
@@ -121,7 +122,5 @@ def test_confidence_interval_student_t() -> None:
 
 @given(st.lists(st.integers(-2**62, 2**62), max_size=60))
 def test_sorted_unique_equals_numpy_unique(values):
-    from benchbook.analysis.fairness import sorted_unique
-
     a = np.array(values, np.int64)
     assert np.array_equal(sorted_unique(a), np.unique(a))

@@ -273,6 +273,10 @@ def test_percentile_ladder_follows_hdrhistogram_iteration(ticks):
     if ticks == 5:  # the familiar HistogramLogProcessor levels
         np.testing.assert_allclose(ladder["percentile"].iloc[:12],
                                    [0, 10, 20, 30, 40, 50, 55, 60, 65, 70, 75, 77.5])
+    # the HDR plot's points (benchbook latency's hdr.html) are the same iteration, without the table
+    percent, values = h.ladder_points(ticks)
+    assert list(zip(percent, values, strict=True)) == [(p, v) for p, v, _ in ref]
+    assert [len(a) for a in HdrHistogram().ladder_points()] == [0, 0]
 
 
 def test_percentile_distribution_text():

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from benchbook.analysis import intervals as iv
+from benchbook.analysis.equivalence import Margin, compare_to_reference
 from benchbook.analysis.intervals import (
     MIN_RUNS,
     RATE,
@@ -196,3 +197,44 @@ def test_clopper_pearson_coverage_is_at_least_nominal_everywhere() -> None:
     for p in np.linspace(0.01, 0.99, 99):
         cov = sum(stats.binom.pmf(k, n, p) for k, ci in enumerate(cis) if ci.low <= p <= ci.high)
         assert cov >= 0.95 - 1e-9, p
+
+
+@pytest.mark.parametrize("level", [0.90, 0.95])
+@pytest.mark.parametrize("q", [0.5, 0.1, 0.9])
+def test_equal_tailed_ranks_put_at_most_half_of_alpha_on_each_side(q: float, level: float) -> None:
+    # exact binomial tails: P(X(j) > x_q) = P(K <= j - 1), P(X(k) < x_q) = P(K >= k), K ~ Bin(r, q);
+    # j is the largest and k the smallest rank whose tail stays within (1 - level) / 2
+    tail = (1 - level) / 2
+    decided = 0
+    for r in range(2, 80):
+        got = iv.equal_tailed_ranks(r, q, level)
+        if got is None:
+            assert stats.binom.cdf(0, r, q) > tail or stats.binom.sf(r - 1, r, q) > tail
+            continue
+        j, k, cov = got
+        decided += 1
+        low_miss, high_miss = stats.binom.cdf(j - 1, r, q), stats.binom.sf(k - 1, r, q)
+        assert low_miss <= tail + 1e-12 and high_miss <= tail + 1e-12
+        assert j == r or stats.binom.cdf(j, r, q) > tail          # one rank further in would miss more
+        assert k == 1 or stats.binom.sf(k - 2, r, q) > tail
+        assert cov == pytest.approx(1 - low_miss - high_miss)
+    assert decided > 40
+
+
+def test_shortest_interval_can_take_more_than_half_of_alpha_on_one_side_and_equal_tails_cannot() -> None:
+    # 7 runs at 90 %: the shortest interval [X(1), X(6)] misses above with P(K >= 6) = 8/128 = 6.25 % > 5 %,
+    # which a one-sided test (TOST, a directional claim) would read as 5 %; equal tails give [X(1), X(7)]
+    assert order_statistic_ranks(7, 0.5, 0.90)[:2] == (1, 6)
+    assert iv.equal_tailed_ranks(7, 0.5, 0.90)[:2] == (1, 7)
+    x = np.arange(1.0, 8.0)
+    shortest = quantile_interval(x, 0.5, 0.90)
+    equal = quantile_interval(x, 0.5, 0.90, tails="equal")
+    assert (shortest.low, shortest.high) == (1.0, 6.0)
+    assert (equal.low, equal.high) == (1.0, 7.0) and "equal tails" in equal.method
+
+
+def test_reference_comparison_reads_equal_tailed_intervals() -> None:
+    # 7 runs against a reference: the 90 % interval TOST reads must be [X(1), X(7)], not the shortest [X(1), X(6)]
+    x = np.array([90.0, 95.0, 98.0, 100.0, 102.0, 105.0, 130.0])
+    c = compare_to_reference(x, 100.0, Margin.relative(0.5))
+    assert c.ci90 == pytest.approx((math.log(0.90), math.log(1.30)))

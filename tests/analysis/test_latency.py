@@ -7,12 +7,13 @@ import warnings
 
 import numpy as np
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchbook.analysis.latency import ContentKey, IdKey, match_captures
 from benchbook.analysis.latency_table import read_latencies
-from benchbook.capture import CaptureFormatError, write_pcap
+from benchbook.capture import CaptureFormatError, write_pcap, write_pcapng
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from capture_reference import read_reference
 
@@ -213,10 +214,6 @@ def test_snaplen_shorter_than_id_and_empty_capture(tmp_path):
 
 
 def test_zstd_and_pcapng_inputs_match_like_plain_pcap(pair, tmp_path):
-    import zstandard
-
-    from benchbook.capture import write_pcapng
-
     d, truth = pair
     zpre = tmp_path / "pre.pcap.zst"
     zpre.write_bytes(zstandard.ZstdCompressor(level=1).compress((d / "pre.pcap").read_bytes()))

@@ -15,11 +15,15 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.latency_report import exact_from_buckets
 from benchbook.analysis.percentiles import (
+    REPORTED_PERCENTILES,
     discrete_percentiles,
     discrete_rank,
     exact_ladder,
@@ -177,16 +181,11 @@ def test_hdr_histogram_at_the_edges():
 
 def test_latency_report_exact_path_at_the_edges(tmp_path):
     """The latency command's in-memory exact path and its two-pass path agree with the definition."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from benchbook.analysis.latency_report import PERCENTILES, exact_from_buckets
-
     n = 1000
     lat = np.arange(1, n + 1, dtype=np.int64) * 1000  # several values per HDR bucket at this magnitude
     h = HdrHistogram(1, 3_600_000_000_000, 3)
     h.record(lat)
     pq.write_table(pa.table({"latency_ns": lat}), tmp_path / "l.parquet")
-    got = exact_from_buckets(h, tmp_path / "l.parquet", [float(p) for p in PERCENTILES])
-    for p in PERCENTILES:
+    got = exact_from_buckets(h, tmp_path / "l.parquet", [float(p) for p in REPORTED_PERCENTILES])
+    for p in REPORTED_PERCENTILES:
         assert got[float(p)] == lat[rank_by_fraction(p, n) - 1], p

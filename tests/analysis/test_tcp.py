@@ -11,20 +11,27 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import struct
 import subprocess
 import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import zstandard
 
 import tcp_reference
 from benchbook.analysis import tcp_flows as tf
-from benchbook.analysis.tcp_pass import TcpAnalysisError, run_pass
-from benchbook.analysis.tcp_report import flow_table
+from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.tcp_intervals import interval_table
+from benchbook.analysis.tcp_pass import TcpAnalysisError, prefetched, run_pass
+from benchbook.analysis.tcp_report import analyze_tcp, flow_table
+from benchbook.capture.reader import open_capture
 from benchbook.capture.tcp_synth import make_tcp_capture
-from benchbook.capture.writer import write_pcap
+from benchbook.capture.writer import write_pcap, write_pcapng
 from conftest import require_program
 
 
@@ -180,10 +187,6 @@ def test_synthetic_truth(synth, rule: str) -> None:
 def test_data_ack_rtt_is_the_ack_delay(synth, tmp_path: Path) -> None:
     """The generator ACKs ack_delay_ns after the segment it acknowledges: every data->ACK sample whose ACK came
     in order equals it, and none is smaller (Karn's rule drops the retransmitted ones)."""
-    import pandas as pd
-
-    from benchbook.analysis.tcp_report import analyze_tcp
-
     path, truth = synth
     analyze_tcp([path], tmp_path / "out", html=False)
     rtt = pd.read_parquet(tmp_path / "out" / "rtt.parquet")
@@ -202,8 +205,6 @@ def test_kernel_matches_reference(synth, zeek: Path) -> None:
         tp = run_pass([trace], bin_ns=100_000_000)
         ref = tcp_reference.analyse([trace], bin_ns=100_000_000)
         df = flow_table(tp)
-        import ipaddress
-
         def key(a: bytes) -> str:
             return str(ipaddress.ip_address(a))
 
@@ -211,16 +212,9 @@ def test_kernel_matches_reference(synth, zeek: Path) -> None:
         for (src, sport, dst, dport), dirs in ref.items():
             r = rows[(key(src), sport, key(dst), dport)]
             for prefix, d in zip(("orig_", "resp_"), dirs, strict=True):
-                got = {k: getattr(r, prefix + k) for k in ("packets", "wire_bytes", "payload_bytes", "unique_bytes",
-                                                           "retransmissions_zeek", "retransmissions_tcptrace",
-                                                           "out_of_order_tcptrace", "keepalives")}
-                want = {"packets": d.packets, "wire_bytes": d.wire, "payload_bytes": d.payload,
-                        "unique_bytes": d.unique,
-                        "retransmissions_zeek": d.rx_zeek, "retransmissions_tcptrace": d.rx_tcptrace,
-                        "out_of_order_tcptrace": d.ooo_tcptrace, "keepalives": d.keepalive}
+                want = tcp_reference.counts(d)
+                got = {k: getattr(r, prefix + k) for k in want}
                 assert got == want, (trace, prefix)
-        from benchbook.analysis.tcp_intervals import interval_table
-
         iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
         flows_by_id = {int(r.flow): (r.src, r.sport, r.dst, r.dport) for r in df.itertuples()}
         got_bins = {}
@@ -265,7 +259,6 @@ def test_tshark_io_stat_100ms_payload_sums_and_conv_frames(synth) -> None:
     """tshark `-z io,stat,0.1,SUM(tcp.len)tcp.len...` per flow: every 100 ms payload sum equals ours (integer-ns
     bins; tshark 4.0 prints SUM(tcp.len) as 0 unless the filter mentions tcp.len), and `-z conv,tcp` frames."""
     exe = require_program("tshark")
-    from benchbook.analysis.tcp_intervals import interval_table
 
     path, truth = synth
     tp = run_pass([path], bin_ns=100_000_000)
@@ -303,8 +296,6 @@ def test_tshark_io_stat_100ms_payload_sums_and_conv_frames(synth) -> None:
 
 def _frame(src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int, payload: bytes = b"",
            win: int = 1000) -> bytes:
-    import struct
-
     tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, win, 0, 0)
     ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
     return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload
@@ -328,8 +319,6 @@ def test_truncated_capture_names_file_and_offset(synth, tmp_path: Path) -> None:
 
 
 def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
-    import struct
-
     udp = b"\x02" * 12 + b"\x08\x00" + struct.pack(">BBHHHBBHII", 0x45, 0, 28, 0, 0, 64, 17, 0, A, B) + bytes(8)
     arp = b"\x02" * 12 + b"\x08\x06" + bytes(28)
     short = _frame(A, B, 1, 2, 0, 0, 0x10)[:40]  # TCP header cut short
@@ -347,8 +336,11 @@ def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
 
 
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
-    """A flow seen from the middle (no handshake) whose sequence numbers wrap, with a keep-alive and a zero-window
-    probe: no handshake RTT, bytes counted across the wrap, neither probe nor keep-alive is a retransmission."""
+    """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
+    same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
+    the wrap, probes and keep-alive counted apart as tshark flags them; tcptrace's unique bytes agree (its probe
+    rule does not record the probe's byte either). The 1-byte keep-alive repeats a byte seen before: tcptrace
+    (and Zeek) count it as a retransmission, so do their rules here; Wireshark does not."""
     seq = 2**32 - 1000
     frames, ts = [], []
     t = 0
@@ -358,31 +350,48 @@ def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) ->
         ts += [t, t + 10]
         t += 1_000_000
     end = seq + 2500
-    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # zero-window probe: 1 byte at high, window 0
-    frames.append(_frame(B, A, 80, 5000, 1, end, 0x10, win=0))
-    frames.append(_frame(A, B, 5000, 80, end, 1, 0x10, b"z"))  # keep-alive: 1 byte at high - 1
-    ts += [t, t + 10, t + 5_000_000]
+    for _ in range(2):  # zero-window probes: 1 byte at nxt while the peer's window is 0 (nxt does not advance)
+        frames += [_frame(A, B, 5000, 80, end, 1, 0x10, b"z"), _frame(B, A, 80, 5000, 1, end, 0x10, win=0)]
+        ts += [t, t + 10]
+        t += 200_000_000
+    frames += [_frame(B, A, 80, 5000, 1, end, 0x10, win=1000), _frame(A, B, 5000, 80, end, 1, 0x18, b"z" * 100),
+               _frame(B, A, 80, 5000, 1, end + 100, 0x10, win=1000)]
+    ts += [t, t + 10, t + 20]
+    frames.append(_frame(A, B, 5000, 80, end + 99, 1, 0x10, b"k"))  # keep-alive: 1 byte at nxt - 1
+    ts.append(t + 5_000_000_000)
     p = tmp_path / "midstream.pcap"
     write_pcap(p, ts, frames)
     tp = run_pass([p], rule="zeek")
     (r,) = flow_table(tp).itertuples()
     at = f"{p}: at byte offset 24 (10.0.0.1:5000 > 10.0.0.2:80)"
-    assert f"1 flow(s) started mid-stream (no SYN or SYN-ACK seen): no handshake RTT, bytes counted from each " \
-           f"one's first packet; the first: {at}" in tp.messages
-    assert any(m.startswith("1 keep-alive and 1 zero-window-probe segment(s) counted apart") and m.endswith(at)
+    assert ("1 flow(s) started before the capture (start_seen false: a direction's first packet is not a SYN): "
+            "sequence coverage from the lowest sequence number seen, so payload below a direction's first segment "
+            f"is new; the first: {at}") in tp.messages
+    assert any(m.startswith("1 keep-alive and 2 zero-window-probe segment(s) counted apart") and m.endswith(at)
                for m in tp.messages), tp.messages
     assert any(m.startswith("1 flow(s) wrap their 32-bit sequence numbers") and m.endswith(at) for m in tp.messages)
     assert r.handshake == "none" and r.handshake_rtt_ns is None or str(r.handshake_rtt_ns) == "<NA>"
-    assert r.orig_unique_bytes == 2501 and r.orig_seq_span_bytes == 2501
-    assert r.orig_zero_window_probes == 1 and r.orig_keepalives == 1
-    assert r.orig_retransmissions_zeek == r.orig_retransmissions_tcptrace == r.orig_retransmissions_wireshark == 0
+    assert not r.start_seen and r.orig_window_scale == -1
+    assert r.orig_unique_bytes == 2600 and r.orig_seq_span_bytes == 2600
+    assert r.orig_zero_window_probes == 2 and r.orig_keepalives == 1
+    assert r.orig_retransmissions_zeek == r.orig_retransmissions_tcptrace == 1
+    assert r.orig_retransmissions_wireshark == 0
     assert (r.src, r.sport) == ("10.0.0.1", 5000)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-Y", "tcp.srcport == 5000", "-T", "fields", "-e",
+         "tcp.analysis.zero_window_probe", "-e", "tcp.analysis.keep_alive", "-e", "tcp.analysis.retransmission",
+         "-e", "tcp.window_size_scalefactor"], capture_output=True, text=True, check=True).stdout.splitlines()
+    cols = [line.split("\t") for line in flags]
+    assert (sum(bool(c[0]) for c in cols), sum(bool(c[1]) for c in cols), sum(bool(c[2]) for c in cols)) == (2, 1, 0)
+    assert {c[3] for c in cols} == {"-1"}  # window scale unknown without the handshake: no scaling, as here
+    text = subprocess.run([require_program("tcptrace"), "-l", "-n", str(p)], capture_output=True, text=True,
+                          check=True).stdout
+    assert re.search(r"unique bytes sent:\s+2600\b", text), text
+    assert re.search(r"rexmt data pkts:\s+1\b", text), text  # the keep-alive's byte
 
 
 def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:
     """More flows than the initial table (it grows and rehashes), IPv6 inside an 802.1Q tag."""
-    import struct
-
     frames = [_frame(A, B, 10000 + k, 80, 1, 0, 0x02) for k in range(300)]
     src6, dst6 = bytes(15) + b"\x01", bytes(15) + b"\x02"
     tcp = struct.pack(">HHIIBBHHH", 4000, 443, 7, 0, 5 << 4, 0x18, 100, 0, 0) + b"p" * 10
@@ -429,11 +438,6 @@ def test_memory_bounded_by_concurrent_flows(tmp_path: Path) -> None:
 def test_pcapng_zstd_and_linux_cooked_give_the_same_flows(synth, tmp_path: Path) -> None:
     """The same packets as nanosecond pcap, zstd-compressed pcap, pcapng (µs and ns resolution) and Linux cooked
     (link type 113, as `tcpdump -i any` writes) give identical flow tables (µs: identical counters)."""
-    import zstandard
-
-    from benchbook.capture.reader import open_capture
-    from benchbook.capture.writer import write_pcapng
-
     path, _ = synth
     want = flow_table(run_pass([path]))
     zst = tmp_path / "bulk.pcap.zst"
@@ -462,8 +466,6 @@ def test_wireshark_rule_equals_tshark_analysis_flags(synth) -> None:
     """tshark's tcp.analysis.* flags per payload segment, counted per flow: retransmissions (incl. fast and
     spurious) and out-of-order segments equal the wireshark rule's; the largest tcp.analysis.bytes_in_flight
     equals the largest per-bin bytes in flight."""
-    from benchbook.analysis.tcp_intervals import interval_table
-
     exe = require_program("tshark")
     path, _ = synth
     tp = run_pass([path], rule="wireshark")
@@ -480,8 +482,6 @@ def test_wireshark_rule_equals_tshark_analysis_flags(synth) -> None:
 def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int) -> None:
     """tcp_rtt.group_samples (counting pass for nearby flow ids, stable sort for far-apart ones) gives, per
     (flow, direction), the RTT values in row order, clamped to at least 1 ns, like a plain Python group-by."""
-    from benchbook.analysis import tcp_rtt as rt
-
     rng = np.random.default_rng(7)
     n = 5000
     rows = np.zeros((n, rt.N_R), np.int64)
@@ -501,8 +501,6 @@ def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int) -> None:
 def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
     """The reader thread of the pass yields every item in order, raises the reader's exception in the consumer,
     and closes a generator the consumer leaves early."""
-    from benchbook.analysis.tcp_pass import prefetched
-
     assert list(prefetched(iter(range(100)))) == list(range(100))
 
     def failing():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +63,6 @@ def iperf_capture(tmp_path_factory) -> tuple[Path, dict]:
 
 def _wait_until_written(path: Path, timeout_s: float = 20.0) -> None:
     """Until tcpdump has written what it received: the file's size unchanged over 5 polls 0.1 s apart."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     last, same = -1, 0
     while time.monotonic() < deadline and same < 5:

@@ -11,8 +11,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from benchbook.capture import CaptureFormatError, CaptureWarning, open_capture
+from benchbook.capture.errors import CaptureFileError
+from benchbook.capture.source import ByteSource
 
 MALFORMED = Path(__file__).resolve().parent.parent / "data" / "malformed"
 
@@ -73,8 +76,6 @@ def test_pcapng_idb_option_overrun_refused():
 
 
 def test_directory_and_device_refused_by_name(tmp_path):
-    from benchbook.capture.errors import CaptureFileError
-
     with pytest.raises(CaptureFileError, match="is a directory"):
         open_capture(tmp_path)
     with pytest.raises(CaptureFileError, match="is a character device"):
@@ -103,10 +104,6 @@ def test_fifo_is_read_as_a_stream(tmp_path, name):
 
 def test_zstd_stream_larger_than_one_read(tmp_path):
     """A compressed capture bigger than the raw read size, split into several frames, reads whole."""
-    import zstandard
-
-    from benchbook.capture.source import ByteSource
-
     good = (MALFORMED / "good.pcap").read_bytes()
     body = good[24:] * 4000  # 32000 packets, ~2.4 MB
     c = zstandard.ZstdCompressor(level=1)

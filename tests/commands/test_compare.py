@@ -18,8 +18,13 @@ from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hlog import HlogWriter
 from benchbook.analysis.intervals import MIN_RUNS
+from benchbook.analysis.latency import IdKey
+from benchbook.analysis.latency_report import analyze_captures
 from benchbook.analysis.run_comparison import compare_statistic, percentile_bands
 from benchbook.analysis.run_sets import Run, parse_statistics
+from benchbook.analysis.tcp_report import analyze_tcp
+from benchbook.capture.synth import LatencyModel, make_capture_pair
+from benchbook.capture.tcp_synth import make_tcp_capture
 from benchbook.cli import build_app
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
@@ -172,10 +177,6 @@ def test_cli_three_runs_text_and_plot(hlog_runs, tmp_path: Path) -> None:
 
 
 def test_cli_latency_dir_and_moongen_csv(tmp_path: Path) -> None:
-    from benchbook.analysis.latency import IdKey
-    from benchbook.analysis.latency_report import analyze_captures
-    from benchbook.capture.synth import LatencyModel, make_capture_pair
-
     make_capture_pair(tmp_path / "pre.pcap", tmp_path / "post.pcap", 4000, rate_pps=10_000,
                       latency=LatencyModel(base_ns=8000, tail_mean_ns=3000), seed=3)
     summary = analyze_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", tmp_path / "run1", IdKey(offset=42),
@@ -194,9 +195,6 @@ def test_cli_latency_dir_and_moongen_csv(tmp_path: Path) -> None:
 
 
 def test_cli_throughput_runs(tmp_path: Path) -> None:
-    from benchbook.analysis.tcp_report import analyze_tcp
-    from benchbook.capture.tcp_synth import make_tcp_capture
-
     rep = DATA / "tcp" / "iperf3-cubic-2streams.json"
     doc = json.loads(rep.read_text())
     rates = [s["receiver"]["bits_per_second"] for s in doc["end"]["streams"]]

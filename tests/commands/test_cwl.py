@@ -12,9 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from rocrate.rocrate import ROCrate
 
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hlog import HlogWriter
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.experiment.record import read_record
+from conftest import require_program, require_root
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 # summary.json fields that name paths: where the captures were read from (cwltool stages its inputs in a
@@ -86,8 +90,6 @@ def test_cwltool_runs_the_latency_workflow_as_the_cli_does(tmp_path):
     assert any(e["path"] == "crate/ro-crate-metadata.json" for e in record["outputs"])
     assert json.loads((run_dir / "outputs.json").read_text())["merged_json"]["basename"] == "merged.json"
 
-    from rocrate.rocrate import ROCrate
-
     crate = ROCrate(run_dir / "crate")
     assert "ComputationalWorkflow" in crate.mainEntity.type
     actions = {e.get("name").rsplit("#", 1)[-1]: e for e in crate.get_entities() if "CreateAction" in e.type}
@@ -116,9 +118,6 @@ def test_cwl_run_refuses_a_missing_job(tmp_path):
 
 
 def _write_hlog(path: Path, values: list[int], start_s: float) -> None:
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogWriter
-
     h = HdrHistogram(1, 10**9, 3)
     h.record(values)
     with HlogWriter(path, start_time=start_s, comments=["test"]) as w:
@@ -131,8 +130,6 @@ def _write_hlog(path: Path, values: list[int], start_s: float) -> None:
 def test_cwl_run_over_ssh_on_an_emulated_host(tmp_path):
     """cwltool runs on an emulated testbed host over ssh (per-run key, host key pinned, a real login as the
     readiness check); its result equals the local command's byte for byte; a wrong pin is refused."""
-    from conftest import require_program, require_root
-
     require_root()
     for prog in ("ssh", "scp", "sshd", "ip"):
         if prog == "sshd":

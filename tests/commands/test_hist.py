@@ -3,8 +3,11 @@ HdrHistogram tests) and MoonGen histogram CSVs (checked against independent comp
 
 from __future__ import annotations
 
+import glob
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -188,9 +191,6 @@ def test_mixed_inputs_merge_into_hdr(interop) -> None:
 
 
 def _hdrhistogram_jar() -> str | None:
-    import glob
-    import os
-
     env = os.environ.get("BENCHBOOK_HDRHISTOGRAM_JAR")
     if env:
         return env if Path(env).is_file() else None
@@ -215,8 +215,6 @@ JAVA_CASES = [
 @pytest.mark.parametrize("name,java_args,our_args", JAVA_CASES)
 def test_text_identical_to_java_histogramlogprocessor(interop, name, java_args, our_args) -> None:
     """The real HistogramLogProcessor (HdrHistogram's Java jar) is the oracle."""
-    import shutil
-
     java = shutil.which("java")
     jar = _hdrhistogram_jar()
     if java is None or jar is None:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hlog import HlogWriter
+
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 MALFORMED = Path(__file__).resolve().parent.parent / "data" / "malformed"
 
@@ -44,9 +47,6 @@ def test_merged_files_beyond_int64_refused(tmp_path):
 
 
 def test_hlog_counts_beyond_int64_refused(tmp_path):
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogWriter
-
     h = HdrHistogram(1, 3_600_000_000_000, 3)
     h.record([1000, 2000], [2**62, 2**62 - 1])
     path = tmp_path / "big.hlog"

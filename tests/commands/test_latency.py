@@ -8,8 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from hdrh.histogram import HdrHistogram as H
 
 from benchbook.analysis.hlog import read_hlog
+from benchbook.analysis.latency import IdKey
+from benchbook.analysis.latency_report import analyze_captures
 from benchbook.analysis.latency_table import read_latencies
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 
@@ -91,7 +94,6 @@ def test_hlog_is_read_by_hdrh_package(pair, tmp_path):
     out = tmp_path / "o"
     subprocess.run(BENCHBOOK + ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(out),
                                 "--id-offset", "42", "--no-html"], check=True, capture_output=True)
-    from hdrh.histogram import HdrHistogram as H
 
     reader = hdrh.HistogramLogReader(str(out / "latency.hlog"), H(1, 5_000_000_000, 3))
     n = 0
@@ -131,9 +133,6 @@ def test_truncated_capture_warns_with_offset_and_keeps_complete_packets(pair, tm
 
 
 def test_exact_percentiles_beyond_the_in_memory_limit(pair, tmp_path):
-    from benchbook.analysis.latency import IdKey
-    from benchbook.analysis.latency_report import analyze_captures
-
     d, truth = pair
     lat = truth.latency_ns[truth.latency_ns >= 0]
     s = analyze_captures(d / "pre.pcap", d / "post.pcap", tmp_path / "o", IdKey(42), exact_limit=1000, html=False)

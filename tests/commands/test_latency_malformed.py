@@ -5,8 +5,10 @@ warnings are kept in summary.json; latencies <= 0 are explained."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -123,9 +125,6 @@ def test_byte_swapped_ids_match_like_the_counter(pair, tmp_path):
 
 def test_captures_piped_through_fifos(pair, tmp_path):
     """As when tcpdump writes into a named pipe: each capture can be read once, as a stream."""
-    import os
-    import threading
-
     feeders = []
     for side in ("pre", "post"):
         fifo = tmp_path / f"{side}.fifo"

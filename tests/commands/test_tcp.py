@@ -42,8 +42,9 @@ def test_tcp_command_outputs_and_summary(capture, tmp_path: Path, rule: str) -> 
     assert (s["rule"], s["bin_ms"], s["packets"]) == (rule, 300.0, truth.packets)
     assert len(s["flows"]) == 3
     for f, t in zip(sorted(s["flows"], key=lambda f: f["sport"]), truth.flows, strict=True):
-        assert list(f) == ["src", "sport", "dst", "dport", "packets", "bytes", "goodput_bps", "retransmissions",
-                           "out_of_order", "rtt_ms"]
+        assert list(f) == ["src", "sport", "dst", "dport", "start_seen", "packets", "bytes", "goodput_bps",
+                           "retransmissions", "out_of_order", "syn_retransmissions", "fin_retransmissions", "rtt_ms"]
+        assert f["start_seen"] is True and f["syn_retransmissions"] == f["fin_retransmissions"] == 0
         assert list(f["rtt_ms"]) == ["min", "mean", "p99"]
         assert (f["src"], f["sport"], f["dst"], f["dport"]) == (t["src"], t["sport"], t["dst"], t["dport"])
         assert f["bytes"] == t["orig_wire_bytes"] + t["resp_wire_bytes"]
@@ -57,7 +58,9 @@ def test_tcp_command_outputs_and_summary(capture, tmp_path: Path, rule: str) -> 
     assert (iv["start_time_ns"] - iv["start_time_ns"].min()).mod(300_000_000).eq(0).all()
     assert int(iv["goodput_bytes"].sum()) == sum(t["unique_bytes"] for t in truth.flows)
     flows = pd.read_parquet(out / "flows.parquet")
-    assert {"orig_retransmissions_zeek", "orig_out_of_order_wireshark", "handshake_rtt_ns"} <= set(flows.columns)
+    assert {"orig_retransmissions_zeek", "orig_out_of_order_wireshark", "handshake_rtt_ns", "start_seen",
+            "orig_syn_retransmissions", "resp_fin_retransmissions"} <= set(flows.columns)
+    assert flows["start_seen"].dtype == bool and flows["start_seen"].all()
     html = (out / "report.html").read_text()
     assert "plotly.min.js" in html and "goodput" in html
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Topology
 from benchbook.tools import tcp_probe
 from conftest import require_program, require_root
 
@@ -25,8 +27,6 @@ def test_probe_records_land_on_the_capture_clock(tmp_path: Path) -> None:
     require_root()
     for prog in ("perf", "iperf3", "tcpdump"):
         require_program(prog)
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Topology
 
     pcap, data = tmp_path / "lo.pcap", tmp_path / "probe.data"
     with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from distributed.security import Security
 
-from benchbook.engine import EngineError, Task, engine_spec, run_installing
+from benchbook.capture.synth import LatencyModel, make_capture_pair
+from benchbook.engine import EngineError, Task, engine_spec, open_engine, run_installing
 from benchbook.engine.cluster import DaskEngine, known_hosts_file, ssh_cluster_arguments
 from benchbook.engine.local import LocalEngine, environment_versions
 from benchbook.engine.options import TLS_ENV, security_from_env
@@ -152,10 +154,6 @@ def test_a_worker_of_another_benchbook_version_is_refused(cluster, tmp_path):
 def test_tls_from_the_environment_with_a_temporary_ca(tmp_path):
     """A CA and a certificate made for the test (Security.temporary), written to PEM files and named by
     BENCHBOOK_TLS_*: the local cluster and the client speak TLS only."""
-    from distributed.security import Security
-
-    from benchbook.engine import open_engine
-
     made = Security.temporary()
     env = {}
     for var, pem in zip(TLS_ENV, (made.tls_ca_file, made.tls_client_cert, made.tls_client_key), strict=True):
@@ -216,8 +214,6 @@ def test_ssh_cluster_arguments_from_an_inventory(tmp_path):
 def test_latency_pairs_same_bytes_on_both_engines(tmp_path):
     """Byte for byte, every file (figure divs have fixed ids). summary.json names the report folder, so both
     engines write the same folder."""
-    from benchbook.capture.synth import LatencyModel, make_capture_pair
-
     for i in range(3):
         make_capture_pair(tmp_path / f"pre{i}.pcap", tmp_path / f"post{i}.pcap", 1500, rate_pps=1000,
                           latency=LatencyModel(base_ns=9000 + 700 * i, tail_mean_ns=2500), loss=0.01, seed=60 + i)

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.experiment import cgroup_latency as cl
+from benchbook.tools import loadgen
 
 
 def ref_percentile(values: list[int], p: float) -> int:
@@ -47,11 +49,9 @@ def test_percentile_ladder_is_exact_and_monotone():
 
 
 def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
-    from benchbook.capture.synth import LatencyModel, make_capture_pair
-
     truth = make_capture_pair(tmp_path / "pre.pcap", tmp_path / "post.pcap", n_packets=20000, rate_pps=50000,
                               latency=LatencyModel(base_ns=6000, tail_mean_ns=800, spike_prob=1e-3),
-                              loss=0.01, reorder=0.002, seed=11, id_offset=cl.ID_OFFSET)
+                              loss=0.01, reorder=0.002, seed=11, id_offset=loadgen.ID_OFFSET)
     an = cl.analyse_point(tmp_path)
     c = an["counts"]
     assert (c["pre"], c["post"], c["matched"], c["lost"]) == (truth.pre, truth.post, truth.matched, truth.lost)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from benchbook.experiment import cgroup_latency as lp
+from benchbook.experiment.repetitions import interleaved_order
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed.ssh import shell_join
 from benchbook.tools import lxc, moongen, perf, tcpdump, testpmd
@@ -128,8 +129,6 @@ def test_dry_run_of_each_backend_is_its_plan(tmp_path):
 def test_dry_run_lists_the_runs_in_the_runners_seeded_order(tmp_path):
     """With a seed, the dry run lists the points in the order the repetition runner will run them (one permuted
     block of the arms = mode x rate per round), each in its run's directory raw/<arm>/rep<k>/."""
-    from benchbook.experiment.repetitions import interleaved_order
-
     params = lp.ExperimentParams(dry_run=True, rates_pps=[5000, 20000], repetitions=3, cgroup_modes=["v1", "none"],
                                  duration_s=1, seed=11)
     lp.run_experiment(params, tmp_path)

@@ -22,6 +22,7 @@ from benchbook.experiment.dumbbell_runs import (
 )
 from benchbook.experiment.repetitions import TABLE_FILE, Statistic, run_repetitions
 from benchbook.testbed.capabilities import probe_netem
+from benchbook.testbed.cleanup import leftovers
 from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from benchbook.tools import ss
 from conftest import require_program, require_root
@@ -48,7 +49,6 @@ def _samples(run: FlowsRun) -> list[Statistic]:
 def test_two_arms_twice_through_fresh_dumbbells_in_the_seeded_order(tmp_path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     link = LinkSpec(rate_bps=20_000_000, buffer_packets=50)
     arms = {"cubic": FlowsArm(link, (FlowSpec("cubic"),), duration_s=1, interval_s=0.5, ss_interval_s=0.1),

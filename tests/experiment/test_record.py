@@ -16,6 +16,8 @@ from benchbook.experiment.runner import run_notebook
 from benchbook.paths import REPO_ROOT
 from benchbook.provenance.checksums import sha256_file
 from benchbook.provenance.environment import CHANNELS_FILE, LOCK_FILE
+from benchbook.reproduce.registry import load_registry
+from conftest import SHARES_REPRODUCTIONS
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
 
@@ -132,20 +134,17 @@ def test_read_record_names_file_and_position(tmp_path):
 
 
 @pytest.mark.slow
-def test_reproduce_run_leaves_a_valid_record(tmp_path):
+@pytest.mark.timeout(1200)
+@SHARES_REPRODUCTIONS
+def test_reproduce_run_leaves_a_valid_record(published_reproductions):
     """`benchbook reproduce` goes through run_notebook, so its figure runs are full run records."""
-    import sys
-
-    from benchbook.reproduce.registry import load_registry
-
     fig = "scheerer-iitm23-return-level"
     assert fig in load_registry(), "a built-in registry entry"
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "reproduce", fig, "--runs-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
-    runs = list((tmp_path / fig).glob("*/run.json"))
-    assert len(runs) == 1, r.stdout + r.stderr
+    runs = list(published_reproductions.run_dir(fig).glob("run.json"))
+    assert len(runs) == 1, published_reproductions.output_of(fig)
     rec = read_record(runs[0])
     assert rec["experiment"] == fig and rec["status"] == "complete"
-    assert rec["parameters"]["figure_id"] == fig
+    assert rec["parameters"]["figure_id"] == fig and "interactive" not in rec
+    assert Path(rec["parameters"]["paper_dir"]).name == "scheerer-iitm23" and "registry_dir" not in rec["parameters"]
     assert any(o["path"] == "verdict.json" for o in rec["outputs"])
     assert rec["environment_files"]["channels"] == "channels.scm" and rec["host"]["kernel"]["release"]

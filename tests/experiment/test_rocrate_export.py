@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rocrate.rocrate import ROCrate
 
 from benchbook.experiment.runner import run_notebook
 
@@ -36,8 +37,6 @@ def _export(ref: str, out: Path, runs: Path) -> subprocess.CompletedProcess:
 
 
 def test_export_reads_back_as_workflow_run_crate(runs, tmp_path):
-    from rocrate.rocrate import ROCrate
-
     runs_dir, result = runs
     out = tmp_path / "crate"
     r = _export(str(result.run_dir), out, runs_dir)
@@ -76,8 +75,6 @@ def test_export_reads_back_as_workflow_run_crate(runs, tmp_path):
 
 
 def test_export_by_experiment_picks_newest_and_refuses_non_empty(runs, tmp_path):
-    from rocrate.rocrate import ROCrate
-
     runs_dir, result = runs
     out = tmp_path / "by-name"
     r = _export("figure-like", out, runs_dir)

@@ -10,6 +10,9 @@ import pandas as pd
 import pytest
 import zstandard
 
+from benchbook.analysis.distribution import ExactDistribution
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.jitter import worst_n
 from benchbook.figures import (
     bar_plot,
     cdf_plot,
@@ -18,6 +21,7 @@ from benchbook.figures import (
     hdr_percentile_plot,
     histogram_plot,
     ladder_series,
+    line_plot,
     percentile_ticks,
     percentile_to_x,
     time_series_plot,
@@ -203,9 +207,6 @@ def test_time_series_and_bars() -> None:
 
 
 def test_hdr_plot_from_distribution_objects(wiedner: Path) -> None:
-    from benchbook.analysis.distribution import ExactDistribution
-    from benchbook.analysis.hdr import HdrHistogram
-
     hist = read_zst_csv(wiedner / "bare-metal/rt-optimized" / f"{RUN}.bucket_size100.trim_ms0.hist.csv.zst")
     exact = ExactDistribution(hist["latency_bucket"].to_numpy(), hist["count"].to_numpy())
     hdr = HdrHistogram()
@@ -220,8 +221,6 @@ def test_hdr_plot_from_distribution_objects(wiedner: Path) -> None:
 
 
 def test_worst_scatter_from_worst_n_table() -> None:
-    from benchbook.analysis.jitter import worst_n
-
     rng = np.random.default_rng(3)
     lat = rng.integers(1000, 100000, size=50_000)
     t_ns = np.arange(lat.size, dtype=np.int64) * 1000 + 5_000_000_000
@@ -237,8 +236,6 @@ def test_worst_scatter_from_worst_n_table() -> None:
 
 
 def test_line_plot_latency_against_rate(wiedner: Path) -> None:
-    from benchbook.figures import line_plot
-
     rates, p999 = [], []
     for rate in (10000, 100000, 1000000, 50000):
         name = f"latencies-pre-rate{rate}-repeat0.pcap.zst.trim_ms0.percentiles.csv.zst"

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import kaleido
 import numpy as np
 import pytest
 
-from benchbook.figures import find_browser, hdr_percentile_plot, save_figure
+from benchbook.figures import export_session, find_browser, hdr_percentile_plot, save_figure
 
 
 def small_fig():
@@ -45,13 +47,11 @@ def test_png_and_svg_export(tmp_path: Path) -> None:
 def test_export_session_reuses_one_browser(tmp_path: Path) -> None:
     if find_browser() is None:
         pytest.skip("no headless Chromium (apt-get install chromium, or set BROWSER_PATH)")
-    from benchbook.figures import export_session
 
     with export_session():
         outs = [save_figure(small_fig(), tmp_path, f"f{i}", formats=("png",)) for i in range(2)]
     for out in outs:
         assert Path(out["png"]).read_bytes()[:4] == b"\x89PNG"
-    import kaleido
 
     assert not kaleido._global_server.is_running()  # closed again
 
@@ -69,7 +69,6 @@ def test_unavailable_browser_is_reported_not_raised(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    import json
 
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["png"].startswith("unavailable: ")

@@ -45,7 +45,7 @@ def preload() -> None:
         with contextlib.suppress(Exception):
             ep.load()
     with contextlib.suppress(Exception):  # numba's CPU target, as benchbook.kernels initialises it
-        from numba.core.registry import cpu_target
+        from numba.core.registry import cpu_target  # noqa: PLC0415 preloaded inside suppress: numba may be absent
 
         cpu_target.typing_context.refresh()
         cpu_target.target_context.refresh()
@@ -67,13 +67,13 @@ def child(req: dict, out_fd: int) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(pyc)
         sys.dont_write_bytecode = False  # the other modules' bytecode is reused (they do not change)
-        from numba.core import config as numba_config
+        from numba.core import config as numba_config  # noqa: PLC0415 in the forked child, after its environment is set
 
         numba_config.CACHE_DIR = req["cache"]
-        import pytest
+        import pytest  # noqa: PLC0415 in the forked child, after its environment is set
 
         rc = int(pytest.main(req["args"]))
-    except BaseException as exc:  # noqa: BLE001 - the child reports everything as a failed run
+    except BaseException as exc:  # the child reports everything as a failed run
         print(f"fork server child: {type(exc).__name__}: {exc}", flush=True)
         rc = 3
     with contextlib.suppress(Exception):

@@ -20,7 +20,7 @@ def _selection() -> dict:
         return json.load(fh)
 
 
-def pre_mutation(context) -> None:  # noqa: ANN001 - mutmut's Context
+def pre_mutation(context) -> None:  # mutmut's Context
     sel = _selection()
     line = context.mutation_id.line_number + 1
     tests = sel["lines"].get(str(line), sel["all"])

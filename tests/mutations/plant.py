@@ -87,6 +87,14 @@ MUTATIONS = (
         hint="intervals.py",
     ),
     Mutation(
+        "tost-on-shortest-ranks",
+        "TOST against a printed value reads the shortest order-statistic interval (one tail can exceed alpha/2)",
+        (('quantile_interval(x, 0.5, level, value_range, tails="equal")',
+          'quantile_interval(x, 0.5, level, value_range, tails="shortest")'),),
+        ("tests/analysis/test_intervals.py::test_reference_comparison_reads_equal_tailed_intervals",),
+        hint="equivalence.py",
+    ),
+    Mutation(
         "tost-on-the-95-interval",
         "equivalence decided by the 95 % interval instead of the 90 % one (TOST at 2.5 % per side)",
         (("    if low < ci90[0] and ci90[1] < high:", "    if low < ci95[0] and ci95[1] < high:"),),
@@ -192,6 +200,26 @@ MUTATIONS = (
         ("tests/publish/test_verify.py",),
     ),
     Mutation(
+        "midflow-below-first-not-new",
+        "a direction whose start was not captured keeps its coverage from its first segment only: payload below it "
+        "counts as seen before (tcptrace: new and out of order)",
+        (("if st[f, d, S_START_SEEN] == 0 and seg_start < low:", "if False and seg_start < low:"),),
+        ("tests/analysis/test_tcp_corpus.py::test_midflow_excerpt_counts_bytes_below_the_first_segment_as_new",),
+    ),
+    Mutation(
+        "syn-retransmission-not-counted",
+        "a SYN repeating the direction's SYN sequence number is not a SYN retransmission (nor in tcptrace's total)",
+        (("syn_rx = (flags & tp.SYN) != 0 and st[f, d, S_SYN_SEEN] != 0",
+          "syn_rx = False and st[f, d, S_SYN_SEEN] != 0"),),
+        ("tests/analysis/test_tcp_corpus.py::test_syn_and_synack_retransmissions_as_tshark_and_tcptrace_count_them",),
+    ),
+    Mutation(
+        "fin-retransmission-outside-total",
+        "retransmitted SYNs and FINs are counted in their columns but left out of the tcptrace rule's total",
+        (("            if syn_rx or fin_rx:\n                bits |= tr.RX_TT\n", ""),),
+        ("tests/analysis/test_tcp_corpus.py::test_fin_retransmissions_as_tshark_and_tcptrace_count_them",),
+    ),
+    Mutation(
         "teardown-skipped-after-failure",
         "a plan's teardown steps run only when every step succeeded: a failed measurement leaves its namespaces, "
         "cgroups and host settings behind",
@@ -282,6 +310,90 @@ MUTATIONS = (
         (("                    out.notes.append(f\"{p}: no interval histogram selected of",
           "                    raise HistInputError(f\"{p}: no interval histogram selected of"),),
         ("tests/commands/test_hist_corpus.py::test_nothing_selected_prints_the_empty_distribution_and_says_why",),
+    ),
+    Mutation(
+        "interactive-run-beside-notebook",
+        "a notebook run by hand (no output_dir) writes into its working directory, its paper folder, instead of "
+        "the interactive run's directory under data/runs",
+        (("        output_dir = run.run_dir\n", "        output_dir = Path.cwd()\n"),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="notebook_entry.py",
+    ),
+    Mutation(
+        "interactive-failed-cell-unrecorded",
+        "an interactive run's record ignores a cell that raised: it stays running (or complete) without the error",
+        (("        elif error is not None:\n            self.status = \"failed\"",
+          "        elif False:\n            self.status = \"failed\""),),
+        ("tests/reproduce/test_notebook_entry.py",),
+        hint="interactive.py",
+    ),
+    Mutation(
+        "judge-equivalence-claim-on-95",
+        "an \"a ~ b\" claim holds only when the 95 % interval lies inside the margin (TOST reads the 90 %)",
+        (("tost_verdict(effect.ci90, effect.ci95, margin.delta)",
+          "tost_verdict(effect.ci95, effect.ci95, margin.delta)"),),
+        ("tests/reproduce/test_judge.py::test_equivalence_claims_use_the_90_percent_interval",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-not-comparable-judged",
+        "a value declared comparable = false (another definition or instrument) is judged against its margin anyway",
+        (("    if not pv.comparable:\n        row.status, row.reason = NOT_COMPARABLE", "    if False:\n"
+          "        row.status, row.reason = NOT_COMPARABLE"),),
+        ("tests/reproduce/test_judge.py::test_row_statuses_from_runs_with_known_truth",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-no-interval-claim-holds",
+        "a directional claim without an interval (fewer than 6 runs) counts as holding: not significant taken as "
+        "shown",
+        (('verdict = directional_verdict(effect.ci95, greater=claim.test == "a > b") if effect.ci95 else INCONCLUSIVE',
+          'verdict = directional_verdict(effect.ci95, greater=claim.test == "a > b") if effect.ci95 else HOLDS'),),
+        ("tests/reproduce/test_judge.py::test_claims_hold_fail_or_stay_inconclusive",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-share-on-point-estimate",
+        "a share claim holds when the observed share reaches q, not the lower bound of its 95 % interval",
+        (("    if ci.low >= claim.q:", "    if k / n >= claim.q:"),),
+        ("tests/reproduce/test_judge.py::test_claims_hold_fail_or_stay_inconclusive",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-unpaired-direction-swapped",
+        "two arms compared as ln(median b / median a): the core's Delta is B against A, so a > b reads backwards",
+        (("boot = bootstrap_delta(b, a, scale,", "boot = bootstrap_delta(a, b, scale,"),),
+        ("tests/reproduce/test_judge.py::test_claims_hold_fail_or_stay_inconclusive",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-noise-floor-inverted",
+        "a margin above the testbed's noise floor is made inconclusive, one below it is judged",
+        (("        if margin.delta < mde:\n", "        if margin.delta > mde:\n"),),
+        ("tests/reproduce/test_judge.py::test_a_margin_below_the_noise_floor_is_inconclusive",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-resolvability-skipped",
+        "a percentile the runs' N cannot resolve (or a maximum) is judged like any statistic",
+        (('    limit = within_run_limit(pv.run_statistic or "", got.n)', "    limit = None"),),
+        ("tests/reproduce/test_judge.py::test_row_statuses_from_runs_with_known_truth",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "verdict-failed-principal-claim-not-mismatch",
+        "a principal claim that fails leaves the entry inconclusive instead of a mismatch",
+        (("        if FAILS in verdicts:\n            return MISMATCH", "        if FAILS in verdicts:\n"
+          "            return INCONCLUSIVE"),),
+        ("tests/reproduce/test_verdict_measured.py::test_outcome_rules",),
+        hint="verdict.py",
+    ),
+    Mutation(
+        "registry-print-precision-relative-as-absolute",
+        "a relative margin is held against the half unit of the last digit as if it were a fraction of the value",
+        (("        margin, need = pv.margin_rel, pp / abs(pv.value)", "        margin, need = pv.margin_rel, pp"),),
+        ("tests/reproduce/test_registry_measured.py::test_print_precision_is_half_a_unit_of_the_last_digit",),
+        hint="registry.py",
     ),
 )
 

@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
                "PYTHONDONTWRITEBYTECODE": "1"}
         if cfg.get("server"):
             sys.path.insert(0, str(Path(__file__).resolve().parent))
-            from forkserver import request
+            from forkserver import request  # noqa: PLC0415 a sibling script: importable once its directory is on sys.path
 
             mutated = tree / "lib" / "benchbook" / cfg["module"]
             pyc = [str(p) for p in (mutated.parent / "__pycache__").glob(f"{mutated.stem}.*.pyc")]

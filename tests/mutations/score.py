@@ -37,8 +37,10 @@ import time
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Queue
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -113,7 +115,7 @@ def kernel_stems_reaching(lib_path: str) -> list[str]:
     """Stems of the kernel modules whose compiled code may hold something of lib_path (benchbook.kernels'
     dependency_sources): their numba cache entries are left out of a mutant's fresh cache."""
     sys.path.insert(0, str(REPO / "lib"))
-    from benchbook import kernels as kn
+    from benchbook import kernels as kn  # noqa: PLC0415 from the tree's lib/, put on sys.path just above
 
     target = (REPO / lib_path).resolve()
     stems = []
@@ -156,7 +158,7 @@ def coverage_pass(tree: Path, m: Module, out: Path) -> tuple[dict[str, float], d
         if node:
             durations[node] = float(case.get("time", "0"))
     sys.path.insert(0, str(SITE))
-    from coverage import CoverageData
+    from coverage import CoverageData  # noqa: PLC0415 from build/mutate-site, put on sys.path just above
 
     data = CoverageData(basename=str(data_file))
     data.read()
@@ -368,7 +370,7 @@ def read_mutants(tree: Path, m: Module) -> list[Mutant]:
 
 def _mutated_line(source: str, lines: list[str], line_number: int, index: int) -> str:
     sys.path.insert(0, str(SITE))
-    from mutmut import Context, RelativeMutationID, mutate
+    from mutmut import Context, RelativeMutationID, mutate  # noqa: PLC0415 from build/mutate-site, put on sys.path just above
 
     ctx = Context(source=source, mutation_id=RelativeMutationID(lines[line_number], index, line_number))
     new, n = mutate(ctx)
@@ -548,9 +550,6 @@ def main(argv: list[str] | None = None) -> int:
             for m in chosen:
                 print(run_module(m, trees[0], args.fresh), flush=True)
         else:
-            from concurrent.futures import ThreadPoolExecutor
-            from queue import Queue
-
             free: Queue[int] = Queue()
             for w in trees:
                 free.put(w)

@@ -19,7 +19,7 @@ PAPER = NOTEBOOKS_DIR / "daichendt-iitm23"
 def daichendt():
     sys.path.insert(0, str(PAPER))
     try:
-        import daichendt as module
+        import daichendt as module  # noqa: PLC0415 after the paper folder is on sys.path
         yield module
     finally:
         sys.path.remove(str(PAPER))

@@ -11,6 +11,8 @@ import pytest
 
 from benchbook.commands.reproduce import EXIT_MISMATCH, EXIT_PARTIAL, EXIT_REPRODUCED
 from benchbook.reproduce.registry import load_entry
+from benchbook.testbed.capabilities import probe_netem
+from benchbook.testbed.cleanup import leftovers
 from conftest import reproduce_cli, require_program, require_root
 
 ENTRY = "turkovic-diss-table5-1"
@@ -41,7 +43,6 @@ def test_dry_run_lists_the_commands_and_measures_nothing(tmp_path: Path) -> None
 def test_short_reproduction_shows_published_beside_measured_and_leaves_nothing(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text()
     r = reproduce_cli(tmp_path, ENTRY, "-p", "duration_s=5", "-p", "repetitions=1")
@@ -77,7 +78,7 @@ def test_figure_entry_draws_the_mixed_pair_and_marks_vegas_not_derivable(tmp_pat
     (run,) = sorted((tmp_path / "turkovic-diss-fig5-5").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
     rows = {row["name"]: row for row in verdict["rows"]}
-    assert rows["Cubic vs BBR over time"]["status"] == "figure only"
+    assert rows["Cubic vs BBR over time"]["status"] == "figure redrawn"
     assert {"cubic-bbr-throughput", "cubic-bbr-jain"} <= set(verdict["figures"])
     assert (run / "cubic-bbr-jain.html").is_file()
     if "vegas" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split():
@@ -91,7 +92,6 @@ def test_table5_2_registry_and_dry_run_use_the_delay_line_where_netem_is_missing
     assert values["BBR(0ms) vs BBR(200ms): BBR(200ms) average throughput"] == 82.1
     r = reproduce_cli(tmp_path, "turkovic-diss-table5-2", "--dry-run", timeout_s=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    from benchbook.testbed.capabilities import probe_netem
 
     if probe_netem().ok:
         assert "netem delay 200ms" in r.stdout
@@ -122,7 +122,6 @@ def test_table5_3_and_fig6_1_registry_hold_the_printed_numbers() -> None:
 def test_fig6_1b_short_run_compares_the_runnable_cells_and_names_what_is_not_derivable(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     r = reproduce_cli(tmp_path, "turkovic-diss-fig6-1b", "-p", "duration_s=3", "-p", "rtt_deltas_ms=100")
     assert r.returncode in (EXIT_MISMATCH, EXIT_PARTIAL), r.stdout[-3000:] + r.stderr[-3000:]

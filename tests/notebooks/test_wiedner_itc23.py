@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchbook.figures import rate_panels
 from benchbook.reproduce import evaluator_table
 from benchbook.reproduce.datasets import verify_dataset
 from benchbook.reproduce.registry import load_entry
@@ -102,7 +103,6 @@ def test_rate_table_and_hdr_series(cat):
     assert (ok["p99.99_ns"] <= ok.max_ns).all()
     vm = ok[(ok.variant == "rt-optimized") & (ok.rate_pps == 1_000_000)]
     assert sorted(vm.max_ns) == [112910, 124120, 130738]
-    from benchbook.figures import rate_panels
 
     assert rate_panels(ok, "p99_ns", line="variant").data
     series, runs = pe.hdr_series_by_technology(cat, "vm", 1_000_000)

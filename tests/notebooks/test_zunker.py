@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from benchbook.commands.reproduce import EXIT_PARTIAL
+from benchbook.testbed.cleanup import leftovers
 from benchbook.testbed.dumbbell import Dumbbell, FlowSpec
 from conftest import reproduce_cli, require_program, require_root
 
@@ -56,7 +57,6 @@ def test_isolated_arm_gives_the_probe_port_a_class_and_fifo_of_its_own() -> None
 def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     r = reproduce_cli(tmp_path, "zunker-thesis24-fig6-5", "-p", "duration_s=2", timeout_s=300)
     assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]

@@ -9,6 +9,7 @@ import json
 import pytest
 import typer.main
 import yaml
+from cwltool.main import main as cwltool_main
 
 from benchbook.cli import app
 from benchbook.paths import REPO_ROOT
@@ -29,8 +30,6 @@ from benchbook.provenance.environment import guix_channel_commit
 
 @pytest.mark.slow
 def test_cwltool_validate_accepts_every_exported_file(tmp_path):
-    from cwltool.main import main as cwltool_main
-
     written = write_documents(tmp_path)
     names = sorted(p.name for p in written if p.suffix == ".cwl")
     assert names == sorted([*TOOLS, *WORKFLOWS])

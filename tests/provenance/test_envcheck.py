@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
-from benchbook.provenance.envcheck import check_environment, check_files, read_manifest
+from benchbook.provenance.envcheck import check_environment, check_files, check_running
 from benchbook.provenance.guix_index import index_path, read_index
+from benchbook.provenance.manifests import read_manifest
 from benchbook.provenance.scheme import SchemeSyntaxError, channel_commits, manifest_specifications, parse
+from benchbook.testbed import capabilities as caps
 from conftest import require_program
 
 SCHEME_FILES = [REPO_ROOT / "channels.scm", *sorted(MANIFESTS_DIR.glob("*.scm"))]
@@ -227,8 +229,6 @@ def test_manifest_versions_and_exceptions_are_checked_against_the_index(tmp_path
 
 
 def test_running_environment_mismatch_is_reported(tmp_path):
-    from benchbook.provenance.envcheck import check_running
-
     lock = tmp_path / "requirements.lock"
     text = (MANIFESTS_DIR / "requirements.lock").read_text()
     lock.write_text(re.sub(r"(?m)^numpy==\S+", "numpy==0.0.1", text))
@@ -257,8 +257,6 @@ def test_host_fingerprint_and_env_show_json():
 
 
 def test_capability_probes_agree_with_the_kernel():
-    from benchbook.testbed import capabilities as caps
-
     h = caps.cgroup_hierarchies()
     for line in Path("/proc/cgroups").read_text().splitlines()[1:]:
         name, hierarchy, _, enabled = line.split()

@@ -5,15 +5,23 @@ checked on upstream master and the committed index regenerated identically."""
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from benchbook.commands.env import rebuild_command
+from benchbook.experiment.runner import copy_environment_files
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
+from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
+from benchbook.provenance.guix_eval import evaluate, prepare_tree
 from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
+from benchbook.provenance.guix_pin import verify_pin
 from benchbook.provenance.guix_source import GString, GuixSourceError, build_table, read_datums
+from benchbook.provenance.manifests import read_manifest
 from benchbook.provenance.scheme import channel_commits, channel_introductions
 
 MODULE = r'''
@@ -97,8 +105,6 @@ def _guix_git() -> Path:
 
 @pytest.mark.slow
 def test_pin_is_signed_on_upstream_master():
-    from benchbook.provenance.guix_pin import verify_pin
-
     git = _guix_git()
     channels = REPO_ROOT / "channels.scm"
     rep = verify_pin(git, channel_commits(channels)["guix"], channel_introductions(channels)["guix"])
@@ -135,12 +141,6 @@ def test_committed_index_regenerates_identically(tmp_path):
 def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
     """A run directory gets channels.scm and its manifest, run.json the pinned commit, and the rebuild
     command runs the run's own copies through guix time-machine with the pip lock set up inside."""
-    import shlex
-
-    from benchbook.commands.env import rebuild_command
-    from benchbook.experiment.runner import copy_environment_files
-    from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
-
     pinned = channel_commits(REPO_ROOT / "channels.scm")["guix"]
     assert environment_description()["guix_channel_commit"] == pinned
     run_dir = tmp_path / "exp" / "run-1"
@@ -165,11 +165,6 @@ def test_run_records_keep_the_pin_and_rebuild_names_it(tmp_path):
 def test_manifests_evaluate_with_guile_to_the_index_versions(tmp_path):
     """Guile loads Guix's modules at the pin uncompiled and resolves every manifest specification to a
     package object (as `guix shell -m` does, nothing built); each is the package the index names."""
-    import shutil
-
-    from benchbook.provenance.envcheck import read_manifest
-    from benchbook.provenance.guix_eval import evaluate, prepare_tree
-
     git = _guix_git()
     guile = shutil.which("guile")
     if guile is None:

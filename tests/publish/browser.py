@@ -31,7 +31,7 @@ def launch(playwright):
 
 def sync_playwright():
     try:
-        from playwright.sync_api import sync_playwright as sp
+        from playwright.sync_api import sync_playwright as sp  # noqa: PLC0415 the probe: skip without playwright
     except ImportError:
         pytest.skip("playwright not installed (it is in the pip lock: make venv)")
     return sp()

@@ -4,12 +4,17 @@ the site `benchbook publish` builds from them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
+
+from benchbook.publish.serve import make_server
+from benchbook.publish.site import build_site
+from conftest import ALL_FIGURE_FORMATS
 
 BENCHBOOK = [sys.executable, "-m", "benchbook.cli"]
 # (entry id, -p overrides): fast entries; the demo runs twice with different sizes
@@ -22,15 +27,14 @@ def runs_dir(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("publish-runs") / "runs"
     for entry, extra in RUNS:
         proc = subprocess.run([*BENCHBOOK, "reproduce", entry, "--runs-dir", str(runs), *extra],
-                              capture_output=True, text=True, timeout=280)
+                              capture_output=True, text=True, timeout=280,
+                              env=dict(os.environ, **ALL_FIGURE_FORMATS))  # the site's thumbnails are PNGs
         assert proc.returncode == 0, f"benchbook reproduce {entry} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
     return runs
 
 
 @pytest.fixture(scope="session")
 def site(runs_dir, tmp_path_factory) -> Path:
-    from benchbook.publish.site import build_site
-
     out = tmp_path_factory.mktemp("publish-site") / "site"
     build_site(out, all_runs=True, runs_dir=runs_dir)
     return out
@@ -39,8 +43,6 @@ def site(runs_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def served_site(site):
     """The site behind `benchbook serve`'s server on a free port of 127.0.0.1: its base URL."""
-    from benchbook.publish.serve import make_server
-
     server = make_server(site, port=0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

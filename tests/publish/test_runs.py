@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.publish import pages
 from benchbook.publish.runs import FigureInfo, PublishedRun, PublishError, select_runs
+from benchbook.reproduce.verdict import Verdict
+from benchbook.reproduce.verdict_rows import ClaimResult, MeasuredRow
 
 
 def _run(status: str = "complete", counts: dict | None = None, outcome: str | None = None,
@@ -22,8 +25,10 @@ def _run(status: str = "complete", counts: dict | None = None, outcome: str | No
      "partial: 5/8 match, 3 not derivable"),
     ("complete", {"match": 2, "mismatch": 3, "not derivable": 7}, "mismatch", "local-measurement", "mismatch",
      "mismatch: 3 of 12 differ"),
-    ("complete", {"figure only": 2}, "reproduced", "published-data", "reproduced", "figure only"),
+    ("complete", {"figure only": 2}, "reproduced", "published-data", "reproduced", "figure redrawn"),  # a v1 file
+    ("complete", {"figure redrawn": 2}, "figure redrawn", "published-data", "figure redrawn", "figure redrawn"),
     ("complete", {"info": 26}, "reproduced", "published-data", "reproduced", "no published values to compare"),
+    ("complete", {"info": 26}, "figure redrawn", "published-data", "figure redrawn", "figure redrawn"),
     ("failed", {"match": 8}, "reproduced", "published-data", "failed", "failed"),
     ("complete", None, None, "published-data", "failed", "failed"),
     ("failed", None, None, "", "failed", "failed"),
@@ -48,3 +53,37 @@ def test_selection_errors_name_what_is_wrong(tmp_path):
     (tmp_path / "runs").mkdir()
     with pytest.raises(PublishError, match="--since 'yesterday'"):
         select_runs([], True, tmp_path / "runs", since="yesterday")
+
+
+@pytest.mark.parametrize(("outcome", "multiplicity", "claims", "badge"), [
+    ("reproduced", {"k": 3, "m": 3}, {"holds": 2, "fails": 0}, "3 of 3 reproduced, 2 of 2 claims hold"),
+    ("inconclusive", {"k": 1, "m": 3}, {"holds": 0, "inconclusive": 1},
+     "inconclusive: 1 of 3 reproduced, 0 of 1 claims hold"),
+    ("mismatch", {"k": 0, "m": 2}, {}, "mismatch: 0 of 2 reproduced"),
+    ("partial", None, {"holds": 1}, "partial: 1 of 1 claims hold"),
+    ("figure redrawn", None, {}, "figure redrawn"),
+])
+def test_measured_badge_from_a_v2_verdict(outcome, multiplicity, claims, badge):
+    verdict = {"schema": "benchbook.verdict/2", "kind": "measured", "outcome": outcome, "counts": {},
+               "multiplicity": multiplicity, "claim_counts": claims}
+    record = {"id": "r1", "experiment": "e", "status": "complete", "start": "2026-11-22T16:00:00.000+00:00"}
+    run = PublishedRun(run_dir=Path("."), record=record, verdict=verdict,
+                       figure=FigureInfo(id="e", mode="local-measurement"))
+    assert run.outcome == outcome and run.badge == badge
+
+
+def test_a_measured_v2_verdict_renders_on_a_run_page():
+    """The site reads verdict.json /2 of a measured entry: badge, claim and rows render (the interval drawing is
+    a later stage)."""
+    v = Verdict("m-fig", kind="measured", claim_text="a is faster")
+    v.rows = [MeasuredRow("a rate", 100.0, 99.2, "Mbit/s", 6, "reproduced", tolerance="±5 % (paper spread)",
+                          margin={"delta": 0.0488, "scale": "log-ratio", "text": "±5 %"}, ci95_value=[98.0, 100.4]),
+              MeasuredRow("b rate", 100.0, 80.1, "Mbit/s", 6, "inconclusive", reason="below the noise floor")]
+    v.claims = [ClaimResult("faster", "a is faster", True, "a > b", "holds")]
+    record = {"id": "r1", "experiment": "m-fig", "status": "complete", "start": "2026-11-22T16:00:00.000+00:00"}
+    run = PublishedRun(run_dir=Path("."), record=record, verdict=v.to_dict(),
+                       figure=FigureInfo(id="m-fig", mode="local-measurement"))
+    assert run.outcome == "inconclusive" and run.badge == "inconclusive: 1 of 2 reproduced, 1 of 1 claims hold"
+    html = pages.render("summary", run=run, rows=pages.verdict_rows(run), claim=run.verdict["claim"], changed=[])
+    assert 'class="bb-badge bb-inconclusive"' in html and "99.2 Mbit/s" in html and "±5 % (paper spread)" in html
+    assert "bb-claim-reproduced" in html and "a is faster" in html

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.publish.serve import safe_relative_path
+
 SECRET = "not-for-the-web-7f3a"
 
 
@@ -103,8 +105,6 @@ def test_serve_refuses_a_folder_that_is_not_a_site(tmp_path):
 
 
 def test_safe_relative_path():
-    from benchbook.publish.serve import safe_relative_path
-
     assert safe_relative_path("/runs/a/index.html?q=1#x") == "runs/a/index.html"
     assert safe_relative_path("/") == ""
     assert safe_relative_path("/a/%2e%2e/b") is None

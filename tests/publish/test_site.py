@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from rocrate.rocrate import ROCrate
 
 from benchbook.publish.notebook_html import cap_text
 from benchbook.publish.runs import PublishError
@@ -83,8 +84,6 @@ def test_executed_notebooks_are_not_rewritten(site, runs_dir):
 
 
 def test_crate_zip_without_raw_describes_captures_only(site, tmp_path):
-    from rocrate.rocrate import ROCrate
-
     crates = sorted(site.glob("runs/benchbook-latency-demo/*/files/*.crate.zip"))
     assert crates
     with zipfile.ZipFile(crates[0]) as zf:

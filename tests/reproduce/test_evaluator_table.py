@@ -20,8 +20,10 @@ import pytest
 import zstandard
 
 from benchbook.paths import PUBLISHED_DIR
+from benchbook.reproduce import evaluator_table
 from benchbook.reproduce.datasets import verify_dataset, write_sums
-from benchbook.reproduce.registry import load_entry_file
+from benchbook.reproduce.registry import RegistryError, load_entry_file
+from benchbook.tools import pos_evaluator as pe
 
 SHIPPED = PUBLISHED_DIR / "containerized-low-latency"
 RUN = "latencies-pre-rate{rate}-repeat{rep}.pcap.zst"
@@ -202,10 +204,6 @@ def test_user_table_reproduces_from_its_own_folder(paper, tmp_path):
 
 
 def test_unknown_statistic_or_repeat_rule_is_an_error_naming_the_file(paper, tmp_path):
-    from benchbook.reproduce import evaluator_table
-    from benchbook.reproduce.registry import RegistryError
-    from benchbook.tools import pos_evaluator as pe
-
     cat = pe.catalogue(paper / "data")
     bad = _rewrite(paper, tmp_path, 'repeat = "median"', 'repeat = "typical"')
     with pytest.raises(RegistryError, match="repeat 'typical' is not a repeat number or one of worst") as err:

@@ -123,7 +123,7 @@ def test_user_paper_folders_add_to_the_builtin_ones(tmp_path, monkeypatch):
     assert demo.citation == "A. Author, My paper, 2024" and demo.paper.unstated == "which repeat"
     assert demo.folder == folder.resolve() and demo.notebook_path == folder.resolve() / "x.ipynb"
     assert load_entry("demo").source == demo.source
-    assert load_entry("demo", folder).id == "demo"  # as a notebook loads it: registry_dir = the paper folder
+    assert load_entry("demo", folder).id == "demo"  # as a notebook loads it: paper_dir = the paper folder
     monkeypatch.delenv("BENCHBOOK_PAPERS")
     assert set(load_registry(papers=[folder])) == set(reg)  # --papers DIR: the paper folder itself
     assert "demo" not in load_registry()
@@ -193,7 +193,8 @@ def test_capabilities():
 
 
 def test_entry_blockers(tmp_path):
-    text = GOOD.replace('mode = "published-data"', 'mode = "local-measurement"\nrequires = ["no-such-program-xyz"]')
+    text = GOOD.replace('mode = "published-data"', 'mode = "local-measurement"\nlegacy_tolerances = true\n'
+                        'requires = ["no-such-program-xyz"]')
     text = text.replace("x.ipynb", "missing-notebook.ipynb")
     e = load_entry_file(write(tmp_path, text))
     reasons = entry_blockers(e)

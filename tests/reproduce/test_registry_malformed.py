@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.reproduce.notebook_params import (
+    ParameterError,
+    is_path_parameter,
+    notebook_parameters,
+    prepare_parameters,
+)
 from benchbook.reproduce.registry import RegistryError, load_entry_file
 
 ENTRY = '''id = "demo"
@@ -56,16 +62,12 @@ sizes = [64, 1500]
 
 
 def test_path_parameters_are_the_declared_ones(tmp_path):
-    from benchbook.reproduce.notebook_params import is_path_parameter, notebook_parameters
-
     kinds = {p.name: is_path_parameter(p) for p in notebook_parameters(notebook(tmp_path, SOURCE))}
     assert kinds == {"rate_pps": False, "title": False, "capture": True, "inventory": True, "out_dir": True,
                      "sizes": False}
 
 
 def test_prepare_parameters(tmp_path, monkeypatch):
-    from benchbook.reproduce.notebook_params import ParameterError, prepare_parameters
-
     nb = notebook(tmp_path, SOURCE)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "README.md").write_text("x")

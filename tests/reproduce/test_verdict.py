@@ -44,7 +44,7 @@ def test_statuses_and_roundtrip(entry, tmp_path):
     v = Verdict.for_entry(entry)
     assert v.check("a", np.float64(100.185), runs="r0").status == "match"  # rounds to 100.19
     assert v.check("b", 511.0).status == "mismatch"  # 1.2 % off
-    v.figure_only("Figure 4")
+    v.figure_redrawn("Figure 4")
     v.add_figure("fig", {"html": "fig.html", "png": "unavailable: no chromium"})
     assert not v.ok
     path = v.write(tmp_path)
@@ -53,11 +53,12 @@ def test_statuses_and_roundtrip(entry, tmp_path):
     rows = {r["name"]: r for r in data["rows"]}
     assert rows["c"]["status"] == "not derivable" and "did not compute" in rows["c"]["note"]
     assert rows["a"]["computed"] == pytest.approx(100.185) and rows["a"]["runs"] == "r0"
-    assert data["counts"] == {"match": 1, "mismatch": 1, "not derivable": 1, "figure only": 1, "info": 0}
+    assert data["counts"] == {"match": 1, "mismatch": 1, "not derivable": 1, "figure redrawn": 1, "info": 0}
+    assert data["schema"] == "benchbook.verdict/2" and data["kind"] == "published-data"
     assert data["ok"] is False
     back = Verdict.load(tmp_path)
     assert [r.status for r in back.rows] == [r.status for r in v.rows]
-    assert back.summary() == "1/2 published values matched, 1 mismatch, 1 not derivable, 1 figure only"
+    assert back.summary() == "1/2 published values matched, 1 mismatch, 1 not derivable, 1 figure redrawn"
     # the run record picks these up (benchbook.experiment.runner folds them in)
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["verdict"]["mismatch"] == 1 and metrics["verdict"]["ok"] is False
@@ -77,7 +78,7 @@ def test_not_derivable_and_bad_status(entry):
 
 def test_load_rejects_other_files(tmp_path):
     (tmp_path / "verdict.json").write_text('{"schema": "other"}')
-    with pytest.raises(ValueError, match="expected schema"):
+    with pytest.raises(ValueError, match="expected schema 'benchbook.verdict/1' or 'benchbook.verdict/2'"):
         Verdict.load(tmp_path)
     (tmp_path / "verdict.json").write_text('{"schema": ')
     with pytest.raises(ValueError, match=r"verdict.json:1: not valid JSON"):

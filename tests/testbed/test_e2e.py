@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from benchbook.commands.reproduce import EXIT_PARTIAL, EXIT_REPRODUCED
+from benchbook.experiment import cgroup_latency as cl
 from benchbook.paths import REPO_ROOT
+from benchbook.testbed.cleanup import leftovers
+from benchbook.tools import cgroups as cg
+from benchbook.tools.host import read_command_log
 from conftest import require_program, require_root
 
 
@@ -29,8 +36,6 @@ def _empty_leftovers() -> dict:
 @pytest.mark.parametrize("kind,mode", [("testpmd", "v1"), ("kernel", "none")])
 def test_point_through_dut(tmp_path, kind, mode):
     _needs("dpdk-testpmd") if kind == "testpmd" else _needs()
-    from benchbook.experiment import cgroup_latency as cl
-    from benchbook.tools import cgroups as cg
 
     if mode == "v1" and cg.v1_hierarchy("cpuset") is None:
         pytest.skip("no cgroup v1 cpuset hierarchy on this host (pure cgroup v2): the v1 recipe cannot run")
@@ -57,8 +62,6 @@ def test_point_through_dut(tmp_path, kind, mode):
         assert tc["status"] == "counted" and tc["value"] > 0
     assert (tmp_path / p["dir"] / "latencies.parquet").exists()
     # nothing of this run is left (other engineers' concurrent runs are not ours to judge)
-    from benchbook.testbed.cleanup import leftovers
-    from benchbook.tools.host import read_command_log
 
     assert leftovers({p["testbed"]["token"]}) == _empty_leftovers()
     log = read_command_log(tmp_path / "raw")
@@ -72,7 +75,6 @@ def test_point_through_dut(tmp_path, kind, mode):
 @pytest.mark.timeout(1500)  # two full reproductions of the figure, each up to 600 s
 def test_reproduce_fig3_twice_leaves_nothing(tmp_path):
     _needs("dpdk-testpmd", "perf")
-    from benchbook.testbed.cleanup import leftovers
 
     env = dict(os.environ, BENCHBOOK_RUNS=str(tmp_path))
     cmd = [sys.executable, "-m", "benchbook.cli", "reproduce", "daichendt-iitm23-fig3",
@@ -118,12 +120,6 @@ cl.run_experiment(p, sys.argv[1], progress=lambda s: print(s, flush=True))
 def test_sigint_mid_measurement_restores_everything(tmp_path):
     """Ctrl-C while testpmd forwards inside the v1 recipe: cgroups gone, tasks and settings back."""
     _needs("dpdk-testpmd")
-    import signal
-    import time
-    from pathlib import Path
-
-    from benchbook.testbed.cleanup import leftovers
-    from benchbook.tools import cgroups as cg
 
     root = cg.v1_hierarchy("cpuset")
     if root is None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.engine.cluster import DaskEngine
 from benchbook.experiment import cgroup_latency as lp
 from benchbook.paths import REPO_ROOT
 from benchbook.testbed import emulate as em
@@ -84,7 +85,6 @@ def test_dask_ssh_cluster_on_the_emulated_hosts(emulated):
     """benchbook.engine's --ssh-cluster: scheduler and workers started over asyncssh with the client key and the
     pinned known_hosts; one worker per host, each in its host's namespace with that host's HOME."""
     pytest.importorskip("asyncssh")
-    from benchbook.engine.cluster import DaskEngine
 
     engine = DaskEngine(ssh_inventory=emulated.inventory)
     try:

@@ -7,6 +7,7 @@ cleanup of dead runs' tokens and the next run of the experiment."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -22,7 +23,13 @@ from typing import Any
 import pytest
 
 from benchbook.commands.reproduce import EXIT_FAILED, EXIT_REPRODUCED
+from benchbook.experiment import cgroup_latency as lp
+from benchbook.experiment import record as rr
+from benchbook.experiment.record import read_record
 from benchbook.paths import REPO_ROOT
+from benchbook.testbed import state as run_state
+from benchbook.testbed.cleanup import leftovers, sweep_leftovers
+from benchbook.tools.host import read_command_log
 from testbed.test_e2e import _empty_leftovers, _needs
 
 ENTRY = "daichendt-iitm23-fig3"
@@ -50,8 +57,6 @@ def _parent_pid(pid: int) -> int | None:
 def _token_owned_by(owner: Callable[[int], bool], with_pid_of: str | None = None) -> tuple[str, dict] | None:
     """(token, state) of the run whose owner process satisfies ``owner`` (optionally once it tracks a
     process called ``with_pid_of``)."""
-    from benchbook.testbed import state as run_state
-
     for token, data in run_state.load_all().items():
         if owner(int(data.get("owner_pid", -1))) and (
                 with_pid_of is None or any(w == with_pid_of for _, _, w in data.get("pids", []))):
@@ -82,9 +87,6 @@ def _processes_of(token: str) -> list[str]:
 
 
 def _assert_nothing_left(token: str) -> None:
-    from benchbook.testbed import state as run_state
-    from benchbook.testbed.cleanup import leftovers
-
     assert leftovers({token}) == _empty_leftovers()
     assert _processes_of(token) == []
     assert not (run_state.STATE_DIR / f"{token}.json").exists(), "the run's state file is removed"
@@ -112,7 +114,7 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
             if out["pid"] is True:
                 raise AssertionError("the run ended before the process to kill was found")
             os.kill(out["pid"], signal.SIGKILL)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             out["error"] = exc
 
     t = threading.Thread(target=run, daemon=True)
@@ -122,8 +124,6 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
 
 
 def _params(**kw: Any):
-    from benchbook.experiment import cgroup_latency as lp
-
     return lp.ExperimentParams(**{"rates_pps": [RATE_PPS], "repetitions": 1, "cgroup_modes": ["none"],
                                   "perf_repeats": 1, "settle_s": 0.2, **kw})
 
@@ -147,8 +147,6 @@ def _check_failed_point(out: Path, token: str, *causes: str) -> dict[str, Any]:
 @pytest.mark.root
 def test_loadgen_killed_mid_run(tmp_path):
     _needs("dpdk-testpmd")
-    from benchbook.experiment import cgroup_latency as lp
-    from benchbook.tools.host import read_command_log
 
     mine = os.getpid()
 
@@ -205,9 +203,6 @@ def test_disk_full(tmp_path, full):
     be recorded there: the error names the file that could not be written); either way the teardown completes
     and the capture is kept."""
     _needs()
-    import errno
-
-    from benchbook.experiment import cgroup_latency as lp
 
     out = tmp_path / "out"
     mnt = out / "raw" / f"none-rate{RATE_PPS}" if full == "capture directory" else out
@@ -255,7 +250,6 @@ def _run_dir(runs: Path) -> Path:
 @pytest.mark.slow
 def test_dut_killed_mid_run_fails_the_reproduction(tmp_path):
     _needs("dpdk-testpmd")
-    from benchbook.experiment.record import read_record
 
     proc = _reproduce(tmp_path, "-p", "duration_s=3")
     try:
@@ -286,8 +280,6 @@ def test_sigkill_of_reproduce_is_cleaned_up_and_recorded_interrupted(tmp_path):
     parent is gone), nothing runs a teardown. The cleanup of dead runs' tokens removes what the run left, and
     the next reproduce of the entry records the killed run as interrupted."""
     _needs("dpdk-testpmd")
-    from benchbook.experiment.record import read_record
-    from benchbook.testbed.cleanup import sweep_leftovers
 
     proc = _reproduce(tmp_path, "-p", "duration_s=30")
     try:
@@ -322,8 +314,6 @@ def test_sigkill_of_reproduce_is_cleaned_up_and_recorded_interrupted(tmp_path):
 def test_mark_abandoned_only_touches_runs_whose_owner_is_gone(tmp_path):
     """A "running" record whose owner process ended becomes "interrupted"; one whose owner lives, or that
     another host wrote, stays "running"."""
-    from benchbook.experiment import record as rr
-
     gone = subprocess.Popen(["true"])
     gone.wait()
     owners = {"gone": {**rr.record_owner(), "pid": gone.pid},

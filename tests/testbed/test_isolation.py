@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.cleanup import sweep_leftovers
 from benchbook.testbed.isolation import NotRunnable, isolation, mode_status, v2_cpuset_status
 from benchbook.testbed.names import new_token
 from benchbook.tools import cgroups as cg
@@ -115,11 +119,6 @@ def test_unknown_mode():
 
 @pytest.mark.root
 def test_sigkilled_recipe_is_undone_by_the_sweep():
-    import subprocess
-    import sys
-
-    from benchbook.testbed.cleanup import sweep_leftovers
-
     root = _v1_root()
     before_lb = cg.read(root / "cpuset.sched_load_balance")
     code = ("import time\n"
@@ -139,3 +138,39 @@ def test_sigkilled_recipe_is_undone_by_the_sweep():
     assert cg.read(root / "cpuset.sched_load_balance") == before_lb
     assert any("sched_load_balance" in r for r in rep.removed)
     assert not _my_cpuset().startswith(f"/{hk.name}"), "moved tasks are back in the root cpuset"
+
+
+def test_remove_retries_while_a_forking_task_keeps_the_cgroup_busy():
+    """A task forked inside a cgroup after its tasks were moved out keeps it busy (rmdir: EBUSY); remove_argv
+    moves and removes again until it is empty. Here a shell in the cgroup forks a short-lived child every
+    10 ms, so a single move-then-rmdir races with it; the step must still remove the cgroup. A cgroup that can
+    never empty (a child cgroup in it) ends in rmdir's own error after the attempts."""
+    root = _v1_root()
+    d = root / f"bb-{new_token()}-rm"
+    d.mkdir()
+    try:
+        (d / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
+        (d / "cpuset.mems").write_text((root / "cpuset.mems").read_text())
+        forker = subprocess.Popen(["sh", "-c", f"echo $$ > {d}/tasks; while :; do /bin/true; sleep 0.01; done"])
+        try:
+            deadline = time.monotonic() + 5
+            while not (d / "tasks").read_text().split() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert (d / "tasks").read_text().split(), "the forking shell never entered the cgroup"
+            done = subprocess.run(cg.remove_argv(d, root), capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, done.stderr
+            assert not d.exists()
+        finally:
+            forker.kill()
+            forker.wait()
+        busy = root / f"bb-{new_token()}-rm"
+        (busy / "child").mkdir(parents=True)
+        try:
+            failed = subprocess.run(cg.remove_argv(busy, root, attempts=3), capture_output=True, text=True, timeout=30)
+            assert failed.returncode != 0 and "Device or resource busy" in failed.stderr
+        finally:
+            (busy / "child").rmdir()
+            busy.rmdir()
+    finally:
+        if d.exists():
+            subprocess.run(cg.remove_argv(d, root), timeout=30)

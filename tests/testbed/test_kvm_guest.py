@@ -13,8 +13,10 @@ import pytest
 
 from benchbook.testbed.kvm_guest import (
     EXPECTED_FSTYPE,
+    GUEST_ROOTFS,
     RECIPE_SCRIPTS,
     GuestVM,
+    guest_image,
     kvm_capability,
     parse_recipe,
     parse_serial,
@@ -58,7 +60,6 @@ def guest_ready():
     require_root()  # building the cached root file system (debootstrap) needs root
     for prog in ("qemu-system-x86_64", "qemu-img", "mkfs.ext4", "debootstrap"):
         require_program(prog)
-    from benchbook.testbed.kvm_guest import GUEST_ROOTFS, guest_image
 
     require_rootfs(GUEST_ROOTFS)
     guest_image(GUEST_ROOTFS)  # one-time (minutes), then cached; a failed build fails the tests

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchbook.testbed.cleanup import leftovers
 from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
 from benchbook.testbed.link_schedule import ScheduleError, Step, parse_schedule, random_schedule, read_schedule
 from conftest import require_program, require_root
@@ -68,7 +69,6 @@ def test_dry_run_lists_each_step_with_its_time() -> None:
 def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path: Path) -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.cleanup import leftovers
 
     path = tmp_path / "steps.txt"
     path.write_text("0 40 -\n3 10 -\n5 0.001 -\n6 25 -\n")    # 5-6 s: closed (one frame in 12 s)

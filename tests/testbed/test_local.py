@@ -11,6 +11,9 @@ import textwrap
 
 import pytest
 
+from benchbook.testbed.backends import backend_names, get_backend
+from benchbook.testbed.cleanup import sweep_leftovers
+from benchbook.testbed.local import LocalBackend
 from benchbook.testbed.names import make_name, new_token, token_of
 from benchbook.testbed.topology import Topology
 from conftest import require_program, require_root
@@ -65,8 +68,6 @@ def root_ip():
 
 @pytest.mark.root
 def test_up_down_leaves_nothing(root_ip):
-    from benchbook.testbed.local import LocalBackend
-
     with LocalBackend().topology() as tb:
         tok = tb.token
         assert len(_ours(tok)["netns"]) == 3
@@ -80,8 +81,6 @@ def test_up_down_leaves_nothing(root_ip):
 
 @pytest.mark.root
 def test_exception_in_body_still_tears_down(root_ip):
-    from benchbook.testbed.local import LocalBackend
-
     tok = None
     with pytest.raises(RuntimeError, match="boom"):
         with LocalBackend().topology() as tb:
@@ -119,8 +118,6 @@ def test_signal_tears_down(root_ip, sig):
 
 @pytest.mark.root
 def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
-    from benchbook.testbed.cleanup import sweep_leftovers
-
     foreign = f"bbtest-foreign-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", foreign], check=True)
     try:
@@ -138,9 +135,6 @@ def test_sigkill_leftovers_removed_by_sweep_and_others_untouched(root_ip):
 
 @pytest.mark.root
 def test_sweep_keeps_live_runs(root_ip):
-    from benchbook.testbed.cleanup import sweep_leftovers
-    from benchbook.testbed.local import LocalBackend
-
     with LocalBackend().topology() as tb:
         rep = sweep_leftovers()
         assert len(_ours(tb.token)["netns"]) == 3
@@ -148,8 +142,6 @@ def test_sweep_keeps_live_runs(root_ip):
 
 
 def test_backend_registry():
-    from benchbook.testbed.backends import backend_names, get_backend
-
     assert {"local", "ssh"} <= set(backend_names())
     assert get_backend("local", sweep=False).name == "local"
     with pytest.raises(KeyError, match="unknown testbed backend 'nope'"):
@@ -158,8 +150,6 @@ def test_backend_registry():
 
 @pytest.mark.root
 def test_toml_topology_up_with_addresses(root_ip, tmp_path):
-    from benchbook.testbed.local import LocalBackend
-
     p = tmp_path / "pair.toml"
     p.write_text(textwrap.dedent("""
         name = "pair"

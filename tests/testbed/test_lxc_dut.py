@@ -6,6 +6,7 @@ killed run swept up)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -15,9 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.capture import CaptureFormatError, open_capture
 from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
-from benchbook.testbed.cleanup import sweep_containers
-from benchbook.tools.lxc import ContainerConfig, PhysNic, parse_lxc_info
+from benchbook.testbed.cleanup import sweep_containers, sweep_leftovers
+from benchbook.testbed.isolation import NotRunnable, isolation
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.lxc_dut import LxcTestpmdDut, testpmd_lxc_dut
+from benchbook.testbed.rootfs import ensure_rootfs
+from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
+from benchbook.tools.lxc import ContainerConfig, LxcError, PhysNic, parse_lxc_info
 from conftest import require_program, require_root, require_rootfs
 
 # the first test that needs the cached root file system builds it with debootstrap (minutes on a slow mirror)
@@ -81,8 +88,6 @@ def lxc_ready():
     require_root()
     for prog in ("lxc-start", "dpdk-testpmd", "tcpdump", "ip", "debootstrap"):
         require_program(prog)
-    from benchbook.testbed.rootfs import ensure_rootfs
-    from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
 
     require_rootfs(TESTPMD_ROOTFS)
     ensure_rootfs(TESTPMD_ROOTFS)  # one-time (minutes), then cached; a failed build fails the tests
@@ -95,8 +100,9 @@ def _leftovers(token: str) -> dict[str, list[str]]:
     out["containers"] = [n for n in lxc if token in n] + [p.name for p in Path("/var/lib/lxc").glob(f"*{token}*")]
     cg = []
     for h in Path("/sys/fs/cgroup").iterdir():
-        if h.is_dir():
-            cg += [str(p) for p in h.rglob(f"*{token}*")]
+        if h.is_dir():  # os.walk skips a cgroup another process removes meanwhile (Path.rglob raises)
+            for parent, dirs, files in os.walk(h):
+                cg += [str(Path(parent, n)) for n in dirs + files if token in n]
     out["cgroups"] = cg
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     out["processes"] = [line for line in ps.splitlines()
@@ -122,8 +128,6 @@ _SENDER = textwrap.dedent("""
 
 
 def _ids_in_capture(path: Path) -> list[int]:
-    from benchbook.capture import open_capture
-
     ids = []
     for chunk in open_capture(path):
         for i in range(len(chunk)):
@@ -135,8 +139,6 @@ def _ids_in_capture(path: Path) -> list[int]:
 
 def _ids_so_far(path: Path) -> list[int]:
     """Packet ids in a capture tcpdump is still writing ([] while its last record is incomplete)."""
-    from benchbook.capture import CaptureFormatError
-
     try:
         return _ids_in_capture(path)
     except (CaptureFormatError, FileNotFoundError):
@@ -145,8 +147,6 @@ def _ids_so_far(path: Path) -> list[int]:
 
 def _forward_through(tb, tmp: Path | None = None, **kw):
     """Start the DuT, send N_FRAMES from the LoadGen, capture behind the DuT; return (dut, ids)."""
-    from benchbook.testbed.lxc_dut import testpmd_lxc_dut
-
     pcap = (tmp or Path("/tmp")) / f"{tb.token}-ts.pcap"
     with testpmd_lxc_dut(tb, cpu=1, **kw) as dut:
         assert dut.pid is not None and Path(f"/proc/{dut.pid}").exists()
@@ -165,8 +165,6 @@ def _forward_through(tb, tmp: Path | None = None, **kw):
 
 @pytest.mark.root
 def test_container_forwards_and_leaves_nothing(lxc_ready, tmp_path):
-    from benchbook.testbed.local import LocalBackend
-
     with LocalBackend().topology() as tb:
         token = tb.token
         dut, desc, ids = _forward_through(tb, tmp=tmp_path)
@@ -186,9 +184,6 @@ def test_container_forwards_and_leaves_nothing(lxc_ready, tmp_path):
 
 @pytest.mark.root
 def test_container_inside_v1_isolation_cpuset(lxc_ready, tmp_path):
-    from benchbook.testbed.isolation import NotRunnable, isolation
-    from benchbook.testbed.local import LocalBackend
-
     with LocalBackend().topology() as tb:
         token = tb.token
         try:
@@ -209,9 +204,6 @@ def test_container_inside_v1_isolation_cpuset(lxc_ready, tmp_path):
 
 @pytest.mark.root
 def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
-    from benchbook.testbed.isolation import NotRunnable
-    from benchbook.testbed.lxc_dut import LxcTestpmdDut
-
     if probe_cgroup_v2_cpuset().ok:
         pytest.skip("this host has the v2 cpuset controller: the v2 arm can run")
     with pytest.raises(NotRunnable, match="cgroup v2"):
@@ -223,10 +215,6 @@ def test_v2_refused_with_reason_on_hybrid_host(lxc_ready):
 def test_failed_start_cleans_up(lxc_ready):
     """testpmd cannot get its memory (mem_mb=1): the container dies, the error carries the
     console, and nothing remains."""
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.lxc_dut import testpmd_lxc_dut
-    from benchbook.tools.lxc import LxcError
-
     with LocalBackend().topology() as tb:
         token = tb.token
         with pytest.raises(LxcError, match="did not start forwarding|not running") as err:
@@ -274,8 +262,6 @@ def test_interrupted_run_leaves_nothing(lxc_ready, how):
             proc.kill()
             proc.wait()
     if how == "SIGKILL":
-        from benchbook.testbed.cleanup import sweep_leftovers
-
         removed = sweep_containers(prefix=f"bb-{token}")
         assert any(token in r for r in removed), removed
         sweep_leftovers()

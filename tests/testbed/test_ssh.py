@@ -19,7 +19,7 @@ from benchbook.paths import REPO_ROOT
 from benchbook.testbed.inventory import Inventory, InventoryError
 from benchbook.testbed.plan import Measurement, Plan, Step
 from benchbook.testbed.ssh import SshBackend, shell_join
-from benchbook.tools import lxc, moongen, perf, testpmd
+from benchbook.tools import lxc, moongen, perf, tcpdump, testpmd
 from benchbook.tools.host import CommandLog, read_command_log
 
 EXAMPLE = REPO_ROOT / "examples" / "testbed.toml"
@@ -111,8 +111,6 @@ def test_tool_command_lines_come_from_the_tools(backend):
 
 
 def test_tcpdump_timestamper_uses_the_tcpdump_tool(backend):
-    from benchbook.tools import tcpdump
-
     m = Measurement(run_id="r2", timestamper="tcpdump")
     ts = backend.host_commands(m, run_dir="RUN")["timestamper"]
     for side, iface in (("pre", "ens2f0"), ("post", "ens2f1")):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchbook.tools import delayline
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Endpoint, Link, Topology
+from benchbook.tools import delayline, iperf3
 from conftest import require_program, require_root
 
 
@@ -31,9 +33,6 @@ def test_stats_line() -> None:
 def test_tcp_through_the_delay_line() -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Endpoint, Link, Topology
-    from benchbook.tools import iperf3
 
     binary = delayline.ensure_binary()
     topo = Topology("delay", ["a", "d", "b"], [

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from benchbook.analysis.fairness import combine
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Topology
 from benchbook.tools import iperf3
 from conftest import require_program, require_root
 
@@ -48,8 +50,6 @@ def test_error_report_and_bad_json_are_clear() -> None:
 def test_live_client_reports_its_cca_and_retransmit_counter() -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Topology
 
     with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:
         host = tb.host("t")

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from benchbook.testbed.local import LocalBackend
 from benchbook.tools import loadgen, tcpdump
 from conftest import require_program, require_root
 
@@ -54,7 +55,6 @@ def test_frame_counts_and_contents_on_veth(tmp_path):
     require_root()
     require_program("tcpdump")
     dpkt = pytest.importorskip("dpkt")
-    from benchbook.testbed.local import LocalBackend
 
     rate, secs = 20_000, 1
     pcap = tmp_path / "rx.pcap"

@@ -17,16 +17,20 @@ import numpy as np
 import pytest
 import zstandard
 
+import benchbook.tools.moongen_histogram as mg
+from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.moongen_stats import (
     lua_quartile_positions,
     moongen_percentile,
     moongen_stats,
     moongen_summary,
 )
+from benchbook.tools.host import CommandLog, LocalHost, read_command_log
 from benchbook.tools.moongen import build_command, run_moongen
 from benchbook.tools.moongen_histogram import (
     MoonGenFormatError,
     MoonGenHistogram,
+    read_histogram_csv,
     read_moongen_histogram,
     write_moongen_histogram,
 )
@@ -241,7 +245,6 @@ def test_build_command() -> None:
 
 def test_run_moongen_keeps_output(tmp_path: Path) -> None:
     # A real process whose stdout is MoonGen output (MoonGen itself needs DPDK NICs).
-    from benchbook.tools.host import CommandLog, LocalHost, read_command_log
 
     host = LocalHost(log=CommandLog(tmp_path))
     run = run_moongen(host, ["cat", str(DATA / "l2-load-latency.stdout")], name="l2")
@@ -258,9 +261,6 @@ def test_run_moongen_keeps_output(tmp_path: Path) -> None:
 
 
 def test_read_histogram_csv_gives_exact_distribution() -> None:
-    from benchbook.analysis.distribution import ExactDistribution
-    from benchbook.tools.moongen_histogram import read_histogram_csv
-
     d = read_histogram_csv(DATA / "histogram.csv")
     assert isinstance(d, ExactDistribution)
     assert d.count == 1214
@@ -270,8 +270,6 @@ def test_read_histogram_csv_gives_exact_distribution() -> None:
 
 @pytest.mark.parametrize("path_kind", ["regex", "compiled"])
 def test_fast_readers_equal_reference(tmp_path: Path, wiedner_hist, monkeypatch, path_kind: str) -> None:
-    import benchbook.tools.moongen_histogram as mg
-
     if path_kind == "compiled":
         monkeypatch.setattr(mg, "COMPILED_SCAN_BYTES", 0)
     else:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import zstandard
 
+from benchbook.analysis.distribution import ExactDistribution
 from benchbook.reproduce.datasets import dataset_path
 from benchbook.tools import pos_evaluator as pe
 
@@ -45,8 +46,6 @@ def test_catalogue_lists_every_run(cat):
 def test_histogram_agrees_with_percentile_ladder(cat, folder, repeat):
     """The 100 ns histogram read as an exact distribution gives, at every ladder percentile, the
     bucket that holds the evaluator's exact percentile_disc value."""
-    from benchbook.analysis.distribution import ExactDistribution
-
     row = _run(cat, folder, 1_000_000, repeat)
     dist = pe.hist_distribution(row.hist_path)
     assert isinstance(dist, ExactDistribution)

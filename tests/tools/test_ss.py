@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Topology
 from benchbook.tools import ss
 from conftest import require_program, require_root
 
@@ -38,8 +40,6 @@ def test_rates_with_unit_prefixes() -> None:
 def test_sampler_sees_a_connection() -> None:
     require_root()
     require_program("iperf3")
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Topology
 
     with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:
         host = tb.host("t")

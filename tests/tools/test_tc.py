@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Topology
 from benchbook.tools import tc
 from conftest import require_root
 
@@ -47,8 +49,6 @@ def test_stats_without_counters_is_an_error() -> None:
 @pytest.mark.root
 def test_live_bottleneck_counts_packets() -> None:
     require_root()
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Topology
 
     with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:
         host = tb.host("t")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.local import LocalBackend
+from benchbook.testbed.topology import Topology
 from benchbook.tools import tcp_probe
+from conftest import require_program, require_root
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tcp"
 
@@ -31,13 +35,9 @@ def test_malformed_record_names_the_line() -> None:
 
 @pytest.mark.root
 def test_live_recording_sees_a_transfer_and_leaves_no_tracefs_mount(tmp_path: Path) -> None:
-    from conftest import require_program, require_root
-
     require_root()
     require_program("perf")
     require_program("iperf3")
-    from benchbook.testbed.local import LocalBackend
-    from benchbook.testbed.topology import Topology
 
     mounted_before = tcp_probe._tracefs_mounted()
     with LocalBackend(sweep=False).topology(Topology("one", ["t"])) as tb:
@@ -48,8 +48,6 @@ def test_live_recording_sees_a_transfer_and_leaves_no_tracefs_mount(tmp_path: Pa
         srv = host.start(["iperf3", "-s", "-p", "5297", "--forceflush", "-1"])
         assert srv.wait_for("Server listening", timeout_s=10)
         rec = tcp_probe.Recording(host, tmp_path / "probe.data", port=5297).start()
-        import time
-
         deadline = time.monotonic() + 20   # perf writes its header once the tracepoint is enabled
         while time.monotonic() < deadline and not ((tmp_path / "probe.data").exists()
                                                    and (tmp_path / "probe.data").stat().st_size > 0):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.testbed.local import LocalBackend
 from benchbook.tools import loadgen, tcpdump, testpmd
 from conftest import require_program, require_root
 
@@ -39,7 +40,6 @@ def _wait_rx(tb, node: str, ifname: str, n: int, timeout_s: float = 10.0) -> Non
 def tb():
     require_root()
     require_program("tcpdump")
-    from benchbook.testbed.local import LocalBackend
 
     with LocalBackend().topology() as t:
         yield t
@@ -95,7 +95,6 @@ def test_testpmd_bad_interface_is_a_clear_error(tb):
 def test_dpdk_runtime_dir_removed_after_teardown():
     require_root()
     require_program("dpdk-testpmd")
-    from benchbook.testbed.local import LocalBackend
 
     with LocalBackend().topology() as t:
         argv = testpmd.build_argv([t.ifname("din"), t.ifname("dout")], main_cpu=1, fwd_cpu=1,

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from benchbook.analysis.intervals import MIN_RUNS, NoInterval, level_text
+from benchbook.analysis.intervals import MIN_RUNS, NoInterval
 
 RESAMPLES = 10_000
 DEFAULT_SEED = 0
@@ -158,10 +158,6 @@ def bootstrap_delta(a: Any, b: Any, scale: Scale = "log-ratio", levels: tuple[fl
         lo, hi = percentile_interval(dist, level)
         intervals[level] = (float(lo), float(hi))
     return DeltaIntervals(float(est), intervals, scale, x.size, y.size, resamples, seed, dist)
-
-
-def levels_text(levels: tuple[float, ...] = LEVELS) -> str:
-    return " and ".join(level_text(v) for v in levels)
 
 
 __all__ = ["DEFAULT_SEED", "LEVELS", "RESAMPLES", "SCALES", "DeltaIntervals", "Scale", "bootstrap_delta",

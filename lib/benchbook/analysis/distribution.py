@@ -85,13 +85,6 @@ class ExactDistribution:
         v, c = np.unique(s, return_counts=True)
         return cls(v, c)
 
-    @classmethod
-    def from_hdr(cls, h: HdrHistogram, which: str = "highest") -> ExactDistribution:
-        """The histogram's buckets as a distribution (values = bucket highest-equivalent values
-        by default). Not exact data: only as exact as the histogram."""
-        v, c = h.recorded(which)  # type: ignore[arg-type]
-        return cls(v, c)
-
     def merge(self, other: ExactDistribution) -> ExactDistribution:
         """A new distribution holding both (values of int and float kind combine as float)."""
         if self.count == 0:

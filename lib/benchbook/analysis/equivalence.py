@@ -245,7 +245,8 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     est = to_delta(float(np.median(x)))
     method = ("order-statistic intervals of the median over runs against the reference "
               + (f"ln(median / {reference:g})" if margin.scale == "log-ratio" else f"median - {reference:g}"))
-    i90, i95 = (quantile_interval(x, 0.5, level, value_range) for level in (TOST_LEVEL, DIFFERENT_LEVEL))
+    # equal tails: each of TOST's one-sided tests may err alpha/2 of the interval's level, no more
+    i90, i95 = (quantile_interval(x, 0.5, level, value_range, tails="equal") for level in (TOST_LEVEL, DIFFERENT_LEVEL))
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or x.size < min_runs:
         se = spread_standard_error(x, None, margin.scale)
         need = max(runs_needed(est, se, x.size, margin.delta, min_runs=min_runs) or min_runs, min_runs)

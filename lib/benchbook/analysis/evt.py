@@ -20,10 +20,14 @@ printed parameters.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+from scipy.optimize import brentq, minimize, minimize_scalar
+from scipy.stats import chi2, genpareto, norm
 
 _XI_ZERO = 1e-9
 
@@ -97,8 +101,6 @@ class PotModel:
         return float(math.sqrt(self.cov[1, 1]))
 
     def wald_ci(self, alpha: float = 0.05) -> dict[str, tuple[float, float]]:
-        from scipy.stats import norm
-
         z = float(norm.ppf(1 - alpha / 2))
         return {
             "sigma": (self.sigma - z * self.se_sigma, self.sigma + z * self.se_sigma),
@@ -159,8 +161,6 @@ def return_level_gradient(sigma: float, xi: float, zeta: float, m: float) -> np.
 
 def return_level_delta_ci(model: PotModel, m: float, alpha: float = 0.05) -> ReturnLevel:
     """Return level with a delta-method confidence interval (Coles §4.3.3)."""
-    from scipy.stats import norm
-
     V = np.zeros((3, 3))
     V[0, 0] = model.zeta * (1.0 - model.zeta) / model.n_total
     V[1:, 1:] = model.cov
@@ -190,8 +190,6 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     n_total: the number of observations the data stand for (default: len(data)); pass it when
     `data` holds only the tail (e.g. the worst N packets of a run).
     """
-    from scipy.stats import genpareto
-
     x = np.asarray(data, dtype=np.float64)
     y = exceedances(x, threshold)
     k = int(y.size)
@@ -206,7 +204,6 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     c, _loc, scale = genpareto.fit(y, xi0, loc=0.0, scale=sigma0, floc=0.0)
     sigma, xi = float(scale), float(c)
     # polish: scipy's Nelder-Mead stops early on large samples
-    from scipy.optimize import minimize
 
     res = minimize(lambda p: min(gpd_nll(p[0], p[1], y), 1e300), x0=[sigma, xi], method="Nelder-Mead",
                    options={"xatol": 1e-10, "fatol": 1e-10, "maxiter": 4000})
@@ -236,8 +233,6 @@ def from_printed(threshold: float, sigma: float, xi: float, n_exceed: int, n_tot
     exceedances. With printed symmetric (Wald) intervals, their standard errors are used and the
     correlation is taken from the expected information (papers rarely print it).
     """
-    from scipy.stats import norm
-
     cov = expected_information_cov(sigma, xi, n_exceed)
     method = "expected information"
     if ci_sigma is not None and ci_xi is not None:
@@ -257,8 +252,6 @@ def from_printed(threshold: float, sigma: float, xi: float, n_exceed: int, n_tot
 def _profile_nll_at(level: float, u: float, zeta: float, m: float, y: np.ndarray,
                     xi_bounds: tuple[float, float]) -> float:
     """min over xi of the nll with sigma expressed through the return level."""
-    from scipy.optimize import minimize_scalar
-
     mz = m * zeta
     d = level - u
     if d <= 0:
@@ -287,17 +280,12 @@ def return_level_profile_ci(data: np.ndarray, threshold: float, m: float, n_tota
 
     Needs the data: the interval is where 2 (l_max - l_p(x_m)) <= chi2_1(1 - alpha).
     """
-    import warnings
-
     with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser probes outside the support
         return _profile_ci(data, threshold, m, n_total, alpha, xi_bounds)
 
 
 def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
-    from scipy.optimize import brentq
-    from scipy.stats import chi2
-
     model = fit_gpd(data, threshold, n_total)
     y = exceedances(data, threshold)
     best = model.return_level(m)
@@ -366,9 +354,6 @@ def mean_excess(data: np.ndarray, thresholds: Sequence[float] | None = None, alp
     """Mean residual life plot data: for each u, mean(x - u | x > u) with a normal CI.
 
     Returns a DataFrame(threshold, mean_excess, ci_low, ci_high, n_exceed)."""
-    import pandas as pd
-    from scipy.stats import norm
-
     x = np.sort(np.asarray(data, dtype=np.float64))
     if thresholds is None:
         thresholds = np.linspace(x[0], x[-1], 200)
@@ -396,9 +381,6 @@ def parameter_stability(data: np.ndarray, thresholds: Sequence[float], n_total: 
                         alpha: float = 0.05):
     """GPD fits over a range of thresholds: modified scale sigma* = sigma - xi u and xi, with Wald
     intervals; both should be roughly constant above a valid threshold (Coles §4.3.4)."""
-    import pandas as pd
-    from scipy.stats import norm
-
     z = float(norm.ppf(1 - alpha / 2))
     rows = []
     for u in thresholds:
@@ -416,23 +398,6 @@ def parameter_stability(data: np.ndarray, thresholds: Sequence[float], n_total: 
     return pd.DataFrame(rows)
 
 
-def probability_plot_data(model: PotModel, data: np.ndarray):
-    """Empirical (i/(k+1)) against model probabilities of the sorted exceedances (Coles §4.3.5)."""
-    import pandas as pd
-    from scipy.stats import genpareto
-
-    y = np.sort(exceedances(data, model.threshold))
-    k = y.size
-    emp = np.arange(1, k + 1) / (k + 1)
-    mod = genpareto.cdf(y, model.xi, loc=0.0, scale=model.sigma)
-    q = genpareto.ppf(emp, model.xi, loc=0.0, scale=model.sigma)
-    return pd.DataFrame({"excess": y, "empirical": emp, "model": mod, "model_quantile": q})
-
-
-def with_n_total(model: PotModel, n_total: int) -> PotModel:
-    return replace(model, n_total=int(n_total))
-
-
 # -- dependence: clusters of exceedances ----------------------------------------------------------
 
 def decluster_by_gap(t: np.ndarray, x: np.ndarray, threshold: float, gap: float):
@@ -441,8 +406,6 @@ def decluster_by_gap(t: np.ndarray, x: np.ndarray, threshold: float, gap: float)
 
     Returns a DataFrame(start, end, size, max, t_max), one row per cluster, in time order. The
     ratio n_clusters / n_exceedances estimates the extremal index (1: no clustering)."""
-    import pandas as pd
-
     t = np.asarray(t, dtype=np.float64)
     x = np.asarray(x, dtype=np.float64)
     if t.shape != x.shape:

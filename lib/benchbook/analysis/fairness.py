@@ -247,7 +247,7 @@ class ConfidenceInterval:
 
 def confidence_interval(values: Sequence[float], level: float = 0.95) -> ConfidenceInterval:
     """Student-t interval of the mean over repetitions (NaN bounds with a single repetition)."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 scipy: `benchbook tcp` imports this module without needing it
 
     x = np.asarray([v for v in values if v is not None], dtype=float)
     if x.size == 0:
@@ -330,7 +330,7 @@ def flent_series(path: Path | str) -> FlowSeries:
 def intervals_parquet_series(path: Path | str, metric: str = "goodput_bps") -> FlowSeries:
     """Per-flow series of benchbook's own intervals.parquet (``benchbook tcp``): both directions of a flow
     added up per interval; only bulk flows (at least 1 % of all bytes of ``metric``) count as competitors."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: `benchbook tcp` imports this module without needing it
 
     p = Path(path)
     try:

@@ -368,9 +368,6 @@ class HdrHistogram:
         first = hdr_codec.nonzero_bounds(self.counts)[0]
         return self.layout.value_from_index(first) if first >= 0 else 0
 
-    def count_at_value(self, value: int) -> int:
-        return int(self.counts[self.layout.counts_index(int(value))])
-
     # ---- percentiles --------------------------------------------------------------------------
     def _ranks(self, ps: Sequence[float], rank: RankRule) -> np.ndarray:
         rule = discrete_rank if rank == "ceil" else nearest_rank
@@ -412,6 +409,14 @@ class HdrHistogram:
         rows = percentile_iteration(np.cumsum(c), self._total, ticks_per_half)
         values = self.layout.highest_values(idx)
         return ladder_frame(rows, values, np.cumsum(c))
+
+    def ladder_points(self, ticks_per_half: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """(percent, value) of :meth:`percentile_ladder` without its table (no pandas): an HDR plot's points."""
+        idx, c = self._nonzero()
+        rows = percentile_iteration(np.cumsum(c), self._total, ticks_per_half)
+        levels = np.array([r[0] for r in rows], dtype=np.float64)
+        pos = np.array([r[1] for r in rows], dtype=np.int64)
+        return levels, np.asarray(self.layout.highest_values(idx))[pos].astype(np.int64)
 
     def percentile_distribution(
         self, ticks_per_half: int = 5, value_scale: float = 1.0, csv: bool = False
@@ -501,12 +506,6 @@ class HdrHistogram:
         Raises hdr_codec.HdrFormatError (a ValueError) saying what is wrong."""
         return cls.from_decoded(hdr_codec.decode_base64(b64))
 
-    @classmethod
-    def from_counts(cls, values: np.ndarray, counts: np.ndarray, **layout) -> HdrHistogram:
-        h = cls(**layout)
-        h.record(values, counts)
-        return h
-
     def __repr__(self) -> str:
         return (f"HdrHistogram(lowest={self.lowest_discernible_value}, highest={self.highest_trackable_value}, "
                 f"sig={self.significant_figures}, total={self._total}, exact_stats={self._exact})")
@@ -548,7 +547,7 @@ def percentile_iteration(cum: np.ndarray, total: int, ticks_per_half: int = 5) -
 
 
 def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndarray) -> pd.DataFrame:
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: the tcp and latency commands import this module without it
 
     if not rows:
         return pd.DataFrame({"percentile": np.zeros(0), "value": np.zeros(0, dtype=np.int64),

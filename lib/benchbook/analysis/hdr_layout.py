@@ -92,14 +92,6 @@ class HdrLayout:
         pow2ceiling = (int(value) | self.sub_bucket_mask).bit_length()
         return pow2ceiling - self.unit_magnitude - (self.sub_bucket_half_count_magnitude + 1)
 
-    def counts_index(self, value: int) -> int:
-        """Slot of `value` in the counts array (may be >= counts_len for untrackable values)."""
-        if value < 0:
-            raise ValueError(f"HdrHistogram values cannot be negative: {value}")
-        b = self.bucket_index(value)
-        sub = int(value) >> (b + self.unit_magnitude)
-        return ((b + 1) << self.sub_bucket_half_count_magnitude) + (sub - self.sub_bucket_half_count)
-
     def value_from_index(self, index: int) -> int:
         b = (index >> self.sub_bucket_half_count_magnitude) - 1
         sub = (index & (self.sub_bucket_half_count - 1)) + self.sub_bucket_half_count
@@ -122,9 +114,6 @@ class HdrLayout:
 
     def highest_equivalent_value(self, value: int) -> int:
         return self.lowest_equivalent_value(value) + self.size_of_equivalent_range(value) - 1
-
-    def median_equivalent_value(self, value: int) -> int:
-        return self.lowest_equivalent_value(value) + (self.size_of_equivalent_range(value) >> 1)
 
     @property
     def max_trackable_value(self) -> int:

@@ -33,6 +33,11 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
+from benchbook.analysis.distribution import ExactDistribution
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hlog import HlogFormatError, read_hlog
 from benchbook.analysis.resolvability import resolvable, resolved_percentiles
 from benchbook.errors import BenchbookError
 
@@ -109,9 +114,6 @@ def load_histograms(
     (HistogramLogProcessor's defaults 0 and infinity; -inf keeps intervals stamped before
     StartTime). The intervals are accumulated into a histogram with the first one's layout, as
     HistogramLogProcessor does, or with `significant_digits` digits when given."""
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogFormatError, read_hlog
-
     logs = []
     mg = None
     out = LoadedHistograms()
@@ -190,10 +192,6 @@ def load_histograms(
     except ValueError as exc:
         raise HistInputError(f"{_p}: {exc}") from None
     if mg is not None and mg.count:
-        import numpy as np
-
-        from benchbook.analysis.distribution import ExactDistribution
-
         if mg.decimals:
             out.notes.append(f"MoonGen values with {mg.decimals} decimal place(s) rounded to whole ns "
                              f"to merge with the interval logs")
@@ -340,11 +338,6 @@ def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int =
     d = h.hdr
     if not any(f["intervals"] for f in h.files if f["kind"] == "hlog") and h.moongen is None:
         # Nothing selected: HistogramLogProcessor's empty Histogram(1000000, 2), without a StartTime line
-        # (imported here as in load_histograms: numpy and the HdrHistogram kernels only when needed).
-        import numpy as np
-
-        from benchbook.analysis.hdr import HdrHistogram
-
         shape = HdrHistogram(1, 1_000_000, 2).layout
         return processor_text({"percentile": np.empty(0), "value": np.empty(0), "count": np.empty(0)}, decimals=2,
                                mean=0.0, stddev=0.0, max_value=0.0, total=0, value_scale=scale, csv=csv,

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hist_report import JSON_PERCENTILES
+from benchbook.analysis.hlog import HlogFormatError, HlogWriter, read_hlog
 from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.errors import BenchbookError
 
@@ -82,9 +84,6 @@ def write_merged(out_dir: Path, pairs: Sequence[tuple[str, Path]], max_latency_n
     every interval of each (name, latency.hlog) pair added) and ``out_dir``/merged.json (per-pair counts, count,
     min, max and percentiles in ns); return merged.json's document. Raises HlogMergeError naming the log that
     cannot be read or merged (nothing written then)."""
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogFormatError, HlogWriter, read_hlog
-
     out_dir = Path(out_dir)
     names = [name for name, _path in pairs]
     total = HdrHistogram(1, max(2, int(max_latency_ns)), 3)

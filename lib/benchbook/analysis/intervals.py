@@ -6,7 +6,10 @@ run: the run, not the packet, is the unit of inference (V1).
 - :func:`quantile_interval` (:func:`median_interval`): distribution-free, from exact order statistics. The
   ranks j < k minimise k - j subject to P(j <= K <= k - 1) >= 1 - alpha with K ~ Bin(r, q), as asv's
   ``statistics.py``; for r above ``EXACT_RANKS_LIMIT``, Le Boudec's normal-approximation ranks, widened until
-  the exact binomial coverage holds. The achieved coverage is returned.
+  the exact binomial coverage holds. The achieved coverage is returned. With ``tails="equal"`` the ranks are
+  equal-tailed instead: each end misses the quantile with probability at most alpha/2 (P(K <= j - 1) and
+  P(K >= k) each <= alpha/2), which a one-sided decision needs (TOST, directional claims); the shortest
+  interval can put more than alpha/2 on one side (7 runs at 90 %: [X(1), X(6)], one tail 8/128).
 - :func:`t_interval`: Student t for the mean, only with at least ``MIN_RUNS`` runs, only when Shapiro-Wilk
   does not reject normality at ``SHAPIRO_ALPHA``, and only when the interval stays inside the statistic's
   :class:`Range` (a t-interval that leaves it shows the normal model does not fit: no interval then).
@@ -26,6 +29,8 @@ import numpy as np
 from scipy import stats
 
 from benchbook.errors import BenchbookError
+
+Tails = Literal["shortest", "equal"]
 
 CONFIDENCE = 0.95
 SHAPIRO_ALPHA = 0.05     # t-intervals only when Shapiro-Wilk's p-value is at least this
@@ -159,6 +164,27 @@ def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDE
     return None
 
 
+def equal_tailed_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDENCE) -> tuple[int, int, float] | None:
+    """The 1-based ranks (j, k) of the equal-tailed order-statistic interval [X(j), X(k)] for the q-quantile: the
+    largest j with P(X(j) > x_q) = P(K <= j - 1) <= (1 - confidence) / 2 and the smallest k with
+    P(X(k) < x_q) = P(K >= k) <= (1 - confidence) / 2, K ~ Bin(runs, q), and its coverage P(j <= K <= k - 1);
+    None when even X(1) or X(runs) misses by more than that."""
+    _check_q(q)
+    _check_level(confidence)
+    if runs < 2:
+        return None
+    tail = (1.0 - confidence) / 2 + _EPS
+    cdf = stats.binom.cdf(np.arange(0, runs + 1), runs, q)      # cdf[i] = P(K <= i)
+    below = np.flatnonzero(cdf[:runs] <= tail)                   # j - 1 candidates (j <= runs)
+    above = np.flatnonzero(1.0 - cdf[:runs] <= tail)             # k - 1 candidates: P(K >= k) = 1 - cdf[k - 1]
+    if below.size == 0 or above.size == 0:
+        return None
+    j, k = int(below[-1]) + 1, int(above[0]) + 1
+    if j >= k:
+        return None
+    return j, k, rank_coverage(runs, q, j, k)
+
+
 def _le_boudec_ranks(runs: int, q: float, confidence: float) -> tuple[int, int, float] | None:
     """Le Boudec's ranks for large r, floor(rq - z*sqrt(rq(1-q))) and ceil(1 + rq + z*sqrt(rq(1-q))) (for the
     median: (r - z*sqrt(r))/2 and 1 + (r + z*sqrt(r))/2), widened one rank at a time until the exact binomial
@@ -172,6 +198,15 @@ def _le_boudec_ranks(runs: int, q: float, confidence: float) -> tuple[int, int, 
         j, k = max(1, j - 1), min(runs, k + 1)
         cov = rank_coverage(runs, q, j, k)
     return (j, k, cov) if cov >= confidence - _EPS else None
+
+
+def ranks_for(runs: int, q: float, confidence: float, tails: Tails) -> tuple[int, int, float] | None:
+    """order_statistic_ranks (``tails="shortest"``) or equal_tailed_ranks (``tails="equal"``)."""
+    if tails == "equal":
+        return equal_tailed_ranks(runs, q, confidence)
+    if tails == "shortest":
+        return order_statistic_ranks(runs, q, confidence)
+    raise ValueError(f"tails {tails!r}: expected 'shortest' or 'equal'")
 
 
 def runs_needed_for_quantile(q: float = 0.5, confidence: float = CONFIDENCE) -> int:
@@ -197,12 +232,13 @@ def _estimate(x: np.ndarray, q: float) -> float:
 
 
 def quantile_interval(values: Any, q: float = 0.5, confidence: float = CONFIDENCE,
-                      value_range: Range = REAL) -> Interval | NoInterval:
-    """Distribution-free interval for the q-quantile of the per-run values (exact order statistics); a
-    NoInterval naming the runs needed when there are too few."""
+                      value_range: Range = REAL, tails: Tails = "shortest") -> Interval | NoInterval:
+    """Distribution-free interval for the q-quantile of the per-run values (exact order statistics; the shortest
+    ranks, or equal-tailed ones for one-sided decisions); a NoInterval naming the runs needed when there are too
+    few."""
     x = value_range.check(values, "run")
-    method = f"order statistics (binomial rule), q = {q:g}"
-    ranks = order_statistic_ranks(x.size, q, confidence)
+    method = f"order statistics (binomial rule{', equal tails' if tails == 'equal' else ''}), q = {q:g}"
+    ranks = ranks_for(x.size, q, confidence, tails)
     if ranks is None:
         need = runs_needed_for_quantile(q, confidence)
         return NoInterval(f"{x.size} run(s): an order-statistic interval for the {q:g}-quantile at "
@@ -213,8 +249,9 @@ def quantile_interval(values: Any, q: float = 0.5, confidence: float = CONFIDENC
     return Interval(lo, hi, _estimate(x, q), confidence, cov, x.size, f"{method}: [X({j}), X({k})] of {x.size}")
 
 
-def median_interval(values: Any, confidence: float = CONFIDENCE, value_range: Range = REAL) -> Interval | NoInterval:
-    return quantile_interval(values, 0.5, confidence, value_range)
+def median_interval(values: Any, confidence: float = CONFIDENCE, value_range: Range = REAL,
+                    tails: Tails = "shortest") -> Interval | NoInterval:
+    return quantile_interval(values, 0.5, confidence, value_range, tails)
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
+from scipy.signal import lfilter
 
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hdr_layout import layout_for
 from benchbook.analysis.hlog import Interval
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 NS_PER_S = 1_000_000_000
 
@@ -46,8 +44,6 @@ def rfc3550_jitter(t_pre_ns: np.ndarray, t_post_ns: np.ndarray) -> np.ndarray:
     given order (arrival order). Element 0 is 0 (no predecessor); element i is the estimate after
     packet i. The recursion J_i = J_{i-1} + (|D_i| - J_{i-1})/16 is a first-order IIR filter, run
     here with scipy.signal.lfilter."""
-    from scipy.signal import lfilter
-
     s = _int64(t_pre_ns, "t_pre_ns")
     r = _int64(t_post_ns, "t_post_ns")
     if s.shape != r.shape:
@@ -141,8 +137,6 @@ class WorstN:
         self._extra = {k: v[pos] for k, v in all_extra.items()}
 
     def result(self) -> pd.DataFrame:
-        import pandas as pd
-
         cols = {"latency_ns": self._lat.copy(), "t_ns": self._t.copy()}
         cols.update({k: v.copy() for k, v in self._extra.items()})
         return pd.DataFrame(cols)
@@ -289,8 +283,6 @@ def interval_summary(intervals: Sequence[Interval], percentiles: Sequence[float]
     """One row per interval: start_s, length_s, count, min, max, mean and the given percentiles
     (HdrHistogram semantics; min/max/mean exact for recorded histograms). Empty intervals have
     count 0 and NaN statistics."""
-    import pandas as pd
-
     rows = []
     for iv in intervals:
         h = iv.histogram

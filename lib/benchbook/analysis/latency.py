@@ -26,6 +26,8 @@ capture in ContentKey mode), ``t_pre_ns``, ``t_post_ns``, ``latency_ns``.
 
 from __future__ import annotations
 
+import queue
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,8 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from benchbook.analysis import match_kernel as mk
+from benchbook.analysis.latency_table import CallbackSink, LatencyParquetWriter, ThreadedWriter
 from benchbook.capture import CaptureFormatError, open_capture
 from benchbook.capture.chunk import PacketChunk
+from benchbook.kernels import before_threads
 
 DEFAULT_MAX_LATENCY_NS = 5_000_000_000
 DEFAULT_WINDOW = 1 << 18
@@ -113,11 +117,6 @@ class _KeyedStream:
         self.checked_snaplen = False
         self._q = None
         if prefetch:
-            import queue
-            import threading
-
-            from benchbook.kernels import before_threads
-
             before_threads()
             self._q = queue.Queue(maxsize=1)
             self._thread = threading.Thread(target=self._produce, name=f"keys-{path.name}", daemon=True)
@@ -205,7 +204,6 @@ def match_captures(
     cap = OUT_BATCH
     out = (np.empty(cap, np.uint64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
     kept: list[tuple[np.ndarray, ...]] = []
-    from benchbook.analysis.latency_table import CallbackSink, LatencyParquetWriter, ThreadedWriter
 
     # the Parquet writer and the batch callback each run in a thread of their own, in batch order,
     # so the matcher itself only matches

@@ -15,17 +15,21 @@ which.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hlog import HlogWriter
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS, DEFAULT_WINDOW, IdKey, Key, match_captures
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_rank
 from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.report_dir import report_dir
 
-PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
 SUMMARY_COUNTS = ("pre", "post", "matched", "lost", "unmatched_post", "duplicates", "reordered")
 EXACT_LIMIT = 1 << 24
 INTERVAL_NS = 1_000_000_000
@@ -35,9 +39,6 @@ class _Accumulator:
     """Receives batches of matches: per-second histograms, the total histogram, exact values."""
 
     def __init__(self, hlog_path: Path, max_latency_ns: int, exact_limit: int, comments: list[str]) -> None:
-        from benchbook.analysis.hdr import HdrHistogram
-        from benchbook.analysis.hlog import HlogWriter
-
         self._H = HdrHistogram
         self.highest = max(2, int(max_latency_ns))
         self.total = HdrHistogram(1, self.highest, 3)
@@ -115,31 +116,29 @@ class _Accumulator:
             w.close()
 
     def percentiles(self) -> tuple[dict[str, int | None], str]:
-        from benchbook.analysis.percentiles import discrete_rank
-
         n = self.total.total_count
         if n == 0:
-            return {p: None for p in PERCENTILES}, "none: no matched packets"
+            return {p: None for p in REPORTED_PERCENTILES}, "none: no matched packets"
         if self.exact:
             values = np.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0].copy()
             self.parts = []
-            ranks = sorted({discrete_rank(float(p), n) - 1 for p in PERCENTILES})
+            ranks = sorted({discrete_rank(float(p), n) - 1 for p in REPORTED_PERCENTILES})
             values.partition(ranks)  # in place: no second copy
             part = values
-            out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in PERCENTILES}
+            out = {p: int(part[discrete_rank(float(p), n) - 1]) for p in REPORTED_PERCENTILES}
             return out, (f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of "
                          f"packets at or below it)")
         if self.parquet is not None and self.parquet.exists():
-            exact = exact_from_buckets(self.total, self.parquet, [float(p) for p in PERCENTILES])
-            out = {p: exact[float(p)] for p in PERCENTILES}
+            exact = exact_from_buckets(self.total, self.parquet, [float(p) for p in REPORTED_PERCENTILES])
+            out = {p: exact[float(p)] for p in REPORTED_PERCENTILES}
             return out, (
                 f"exact discrete percentile over all {n} latencies (smallest latency with at least p% of "
                 f"packets at or below it), in two passes as they exceed the in-memory limit of "
                 f"{self.exact_limit}: the HdrHistogram bucket holding each percentile, then the exact "
                 "values in that bucket from latencies.parquet"
             )
-        vals = self.total.percentiles([float(p) for p in PERCENTILES])
-        out = {p: int(vals[float(p)]) for p in PERCENTILES}
+        vals = self.total.percentiles([float(p) for p in REPORTED_PERCENTILES])
+        out = {p: int(vals[float(p)]) for p in REPORTED_PERCENTILES}
         return out, (
             f"HdrHistogram, 3 significant digits: {n} latencies exceed the exact limit of {self.exact_limit}; "
             "each value is the highest value equivalent to the bucket holding the discrete percentile"
@@ -150,9 +149,7 @@ def exact_from_buckets(total: Any, parquet: Path, percentiles: list[float]) -> d
     """Exact discrete percentiles without holding every latency: the histogram says which bucket
     holds each percentile's rank and how many latencies lie below it; one pass over the Parquet
     latency column collects just the values inside those buckets."""
-    import pyarrow.parquet as pq
-
-    from benchbook.analysis.percentiles import discrete_rank
+    import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads in the writer thread (latency_table)
 
     n = total.total_count
     lows, counts = total.recorded("lowest")
@@ -207,8 +204,6 @@ def analyze_captures(
     when everything succeeded: a failed run leaves an earlier report in ``out_dir`` exactly as it
     was. Every warning (capture truncation, zero latencies, ...) is kept in summary.json
     (details.warnings) and issued again as a Python warning."""
-    import warnings
-
     out = Path(out_dir)
     with report_dir(out, OUTPUT_FILES) as work:
         with warnings.catch_warnings(record=True) as caught:
@@ -239,8 +234,6 @@ def _analyze_into(
     exact_limit: int, html: bool,
 ) -> dict[str, Any]:
     if html:  # import the figure stack while the matching kernels (which release the GIL) run
-        import threading
-
         threading.Thread(target=_import_figures, name="import-figures", daemon=True).start()
     comments = [f"benchbook latency: pre={Path(pre).name} post={Path(post).name} key={key.describe()}",
                 "values in ns; one interval per second of capture time (by pre timestamp)"]
@@ -282,9 +275,9 @@ def _analyze_into(
 
 def _import_figures() -> None:
     try:
-        import plotly.io  # noqa: F401
+        import plotly.io  # noqa: F401,PLC0415 imported in a thread while the kernels match
 
-        import benchbook.figures  # noqa: F401
+        import benchbook.figures  # noqa: F401,PLC0415 imported in a thread while the kernels match
     except Exception:  # reported when the figure is made
         pass
 
@@ -292,23 +285,11 @@ def _import_figures() -> None:
 def _hdr_html(total: Any, out: Path) -> str:
     if total.total_count == 0:
         return "unavailable: no matched packets"
-    from benchbook.figures import hdr_percentile_plot, save_figure
+    from benchbook.figures import hdr_percentile_plot, save_figure  # noqa: PLC0415 plotly loaded by _import_figures
 
-    percent, values = hdr_ladder(total)
+    percent, values = total.ladder_points()
     fig = hdr_percentile_plot({"latency": (percent, values)}, unit="us", title="Latency (post - pre)")
     return save_figure(fig, out, "hdr", formats=("html",)).get("html", "")
-
-
-def hdr_ladder(total: Any, steps_per_decade: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    """Percentiles on the HDR plot's 1/(1-p) axis (evenly spaced in log10), up to the resolution
-    the packet count allows, and the maximum; without the pandas import a DataFrame ladder costs."""
-    n = total.total_count
-    decades = np.log10(max(n, 1))
-    k = np.arange(0, int(np.ceil(decades * steps_per_decade)) + 1) / steps_per_decade
-    ps = 100.0 * (1.0 - 10.0 ** -k)
-    ps = [float(p) for p in np.unique(np.round(ps, 10)) if p < 100.0] + [100.0]
-    vals = total.percentiles(ps)
-    return np.array(ps), np.array([vals[p] for p in ps], dtype=np.int64)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -335,4 +316,4 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["analyze_captures", "format_summary", "PERCENTILES", "EXACT_LIMIT"]
+__all__ = ["analyze_captures", "format_summary", "EXACT_LIMIT"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,8 @@ class LatencyParquetWriter:
     """Streams (id, t_pre_ns, t_post_ns, latency_ns) batches into one Parquet file."""
 
     def __init__(self, path: Path, compression: str = "lz4") -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # noqa: PLC0415 pyarrow's import overlaps the matching (writer thread)
+        import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow's import overlaps the matching (writer thread)
 
         self._pa = pa
         self.path = Path(path)
@@ -67,9 +69,6 @@ class ThreadedWriter:
     GIL, so the work overlaps with matching). At most ``depth`` batches wait."""
 
     def __init__(self, make_inner, depth: int = 2) -> None:
-        import queue
-        import threading
-
         self.make_inner = make_inner  # called in the thread: pyarrow's import overlaps the matching
         self.inner: LatencyParquetWriter | None = None
         self.q: queue.Queue = queue.Queue(maxsize=depth)
@@ -108,7 +107,7 @@ class ThreadedWriter:
 
 def read_latencies(path: str | Path) -> dict[str, np.ndarray]:
     """Read a latencies.parquet back into numpy arrays."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads in the writer thread, not at import
 
     t = pq.read_table(str(path))
     return {name: t.column(name).to_numpy() for name, _ in SCHEMA_FIELDS}

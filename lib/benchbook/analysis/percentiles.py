@@ -17,6 +17,10 @@ from decimal import Decimal
 
 import numpy as np
 
+# The percentiles a latency summary reports, in percent as exact decimals: `benchbook latency`'s and
+# `benchbook hist --json`'s summary.json, merged pair logs, the cgroup-latency sweep's points and the published
+# evaluator runs (each reporting only what its sample resolves, benchbook.analysis.resolvability).
+REPORTED_PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
 
 def discrete_rank(percentile: float, total: int) -> int:
     """Rank (1-based) of the discrete p-th percentile among ``total`` samples: ceil(p/100*N), >= 1.
@@ -70,4 +74,5 @@ def ladder_value(percent: np.ndarray, values: np.ndarray, p: float) -> int:
     return int(values[min(idx, len(pct) - 1)])
 
 
-__all__ = ["discrete_rank", "nearest_rank", "discrete_percentiles", "exact_ladder", "ladder_value"]
+__all__ = ["REPORTED_PERCENTILES", "discrete_rank", "nearest_rank", "discrete_percentiles", "exact_ladder",
+           "ladder_value"]

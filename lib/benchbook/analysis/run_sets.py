@@ -25,8 +25,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from benchbook.analysis.bootstrap import Scale
+from benchbook.analysis.distribution import ExactDistribution
+from benchbook.analysis.fairness import jain_index
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hist_report import HistInputError, is_interval_log, load_histograms
+from benchbook.analysis.hlog import HlogFormatError, read_hlog
 from benchbook.analysis.intervals import RATE, Range, jain_range
 from benchbook.analysis.resolvability import ALPHA, resolve
 from benchbook.errors import BenchbookError
@@ -146,7 +152,6 @@ def load_run(path: Path, read_exact: ReadExact, read_iperf3: ReadIperf3) -> Run:
         return _load_dir(p)
     if not p.is_file():
         raise RunInputError(f"{p}: no such file or directory")
-    from benchbook.analysis.hist_report import HistInputError, is_interval_log, load_histograms
 
     try:
         if not is_interval_log(p) and _first_char(p) == "{":
@@ -175,8 +180,6 @@ def _first_char(p: Path) -> str:
 
 
 def _iperf3_run(p: Path, report: Any) -> Run:
-    from benchbook.analysis.fairness import jain_index
-
     rates = [s.receiver_bps if s.receiver_bps is not None else s.sender_bps for s in report.streams]
     if not rates:
         raise RunInputError(f"{p}: iperf3 report without per-stream totals (end.streams is empty)")
@@ -218,13 +221,9 @@ def _tcp_run(p: Path, doc: dict[str, Any]) -> Run:
 
 
 def _latency_dir_run(p: Path, doc: dict[str, Any]) -> Run:
-    from benchbook.analysis.distribution import ExactDistribution
-
     n = int(doc["matched"])
     parquet, hlog = p / "latencies.parquet", p / "latency.hlog"
     if n <= EXACT_LIMIT and parquet.is_file():
-        import pyarrow.parquet as pq
-
         try:
             lat = pq.read_table(str(parquet), columns=["latency_ns"]).column(0).to_numpy()
         except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -235,8 +234,6 @@ def _latency_dir_run(p: Path, doc: dict[str, Any]) -> Run:
                    "(latencies.parquet)", ExactDistribution.from_samples(lat))
     if not hlog.is_file():
         raise RunInputError(f"{p}: neither latencies.parquet (up to {EXACT_LIMIT} latencies) nor latency.hlog")
-    from benchbook.analysis.hdr import HdrHistogram
-    from benchbook.analysis.hlog import HlogFormatError, read_hlog
 
     try:
         log = read_hlog(hlog)

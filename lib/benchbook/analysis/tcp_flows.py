@@ -3,9 +3,16 @@
 A flow is keyed by its two (address, port) endpoints (IPv4 addresses as IPv4-mapped IPv6). Direction 0 is
 the originator: the sender of the first packet seen, or the receiver when that packet is a SYN-ACK. Per
 direction the kernel keeps packet and byte counters, the unwrapped 64-bit sequence state (first sequence
-number seen as base, so a 32-bit wrap is just more bytes), the byte ranges not yet seen below the highest
-sequence (``MAX_HOLES`` holes; a full list forgets its lowest hole, whose bytes then stay missing), the
-per-interval accumulators and the RTT rings (:mod:`benchbook.analysis.tcp_rtt`).
+number seen as base, so a 32-bit wrap is just more bytes), the byte ranges not yet seen between the lowest
+and the highest sequence seen (``MAX_HOLES`` holes; a full list forgets its lowest hole, whose bytes then stay
+missing), the state of the retransmission rules (:mod:`benchbook.analysis.tcp_rules`), the per-interval
+accumulators and the RTT rings (:mod:`benchbook.analysis.tcp_rtt`).
+
+A direction whose first packet is a SYN has its start seen: its coverage starts at the SYN. Otherwise
+(``S_START_SEEN`` 0, the capture began mid-connection) coverage starts at the first packet's sequence number
+and extends downwards when payload below the lowest byte seen arrives: those bytes are new, and the gap
+between them and the bytes seen before becomes a hole (tcptrace's byte ranges start wherever the first segment
+is, too).
 
 The kernel stops before a packet when the flow table or an output buffer needs room; the driver grows or
 drains them (or evicts finished flows, see ``evictable``) and calls it again from that packet. Interval rows
@@ -30,17 +37,20 @@ DONE, GROW_FLOWS, FLUSH_IV, FLUSH_RTT = 0, 1, 2, 3
 
 # flow slots (fl[f, ...])
 (FL_OA_HI, FL_OA_LO, FL_RA_HI, FL_RA_LO, FL_OPORT, FL_RPORT, FL_IPV, FL_FIRST_TS, FL_LAST_TS, FL_SYN_TS,
- FL_SYNACK_TS, FL_ACK3_TS, FL_HS, FL_FIRST_OFF, FL_FIRST_FILE, FL_SYNACK_SEQ, FL_GID) = range(17)
-N_FL = 17
+ FL_SYNACK_TS, FL_ACK3_TS, FL_HS, FL_FIRST_OFF, FL_FIRST_FILE, FL_SYNACK_SEQ, FL_GID, FL_MRU_SYN_TS,
+ FL_WS_RTT) = range(19)
+N_FL = 19
 
 # direction slots (st[f, d, ...])
 (S_PKTS, S_WIRE, S_PAY, S_PSEGS, S_ISN, S_HIGH, S_INIT, S_SYNS, S_FINS, S_RSTS, S_NEW, S_RX_Z, S_RX_WS, S_OOO_WS,
- S_RX_TT, S_OOO_TT, S_RXB_TT, S_HIGH_TS, S_ACKED, S_ACKED_OK, S_DUPACKS, S_DUPACK_TS, S_WIN, S_WSCALE, S_MSS,
+ S_RX_TT, S_OOO_TT, S_RXB_TT, S_NXT, S_ACKED, S_ACKED_OK, S_DUPACKS, S_NXT_TS, S_NXT_OK, S_WSCALE, S_MSS,
  S_SACKOK, S_SACKS, S_TSOPTS, S_KEEPALIVE, S_ZWP, S_NHOLES, S_FIRST_TS, S_LAST_TS, S_CUR_BIN,
  B_PKTS, B_WIRE, B_PAY, B_NEW, B_RXS, B_RXB, B_OOO, B_ACKS, B_IATSUM, B_IATN, B_INFL_MAX,
  S_ADV_ACK_TS, S_TS_HEAD, S_TS_COUNT, S_SEG_HEAD, S_SEG_COUNT, S_FIRST_DATA, S_LOST_HOLE_BYTES,
- S_RXB_Z, S_RXB_WS, S_WIN_OK, S_LAST_WIN_RAW, S_IPBYTES, S_UNCAPTURED, S_BIN_START, S_BIN_END) = range(60)
-N_ST = 60
+ S_RXB_Z, S_RXB_WS, S_WIN_OK, S_LAST_WIN_RAW, S_IPBYTES, S_UNCAPTURED, S_BIN_START, S_BIN_END,
+ S_LOW, S_RECORDED, S_START_SEEN, S_PACK, S_PACK_OK, S_SYN_SEEN, S_SYN_POS, S_FIN_SEEN, S_FIN_POS, S_SYN_RX,
+ S_FIN_RX) = range(71)
+N_ST = 71
 B_FIRST, B_LAST = B_PKTS, B_INFL_MAX
 
 # interval row columns: flow, dir, bin, then the B_* accumulators in order
@@ -223,6 +233,29 @@ def _cover(holes, st, f, d, start, end, c):
 
 
 @njit(cache=True, inline="always")
+def _cover_below(holes, st, f, d, start, end, c):
+    """Extend the coverage of direction d (start not captured) down to ``start`` < its lowest byte seen: the
+    bytes below that lowest byte are new; a gap between ``end`` and it becomes the lowest hole (with a full hole
+    list it is forgotten at once, as a full list forgets its lowest hole). Returns the new bytes."""
+    low = st[f, d, S_LOW]
+    top = min(end, low)
+    if top < low:
+        n = st[f, d, S_NHOLES]
+        if n == MAX_HOLES:
+            st[f, d, S_LOST_HOLE_BYTES] += low - top
+            c[C_HOLE_OVERFLOW] += 1
+        else:
+            for k in range(n, 0, -1):
+                holes[f, d, k, 0] = holes[f, d, k - 1, 0]
+                holes[f, d, k, 1] = holes[f, d, k - 1, 1]
+            holes[f, d, 0, 0] = top
+            holes[f, d, 0, 1] = low
+            st[f, d, S_NHOLES] = n + 1
+    st[f, d, S_LOW] = start
+    return top - start
+
+
+@njit(cache=True, inline="always")
 def _flush_bin(f, d, fl, st, iv, c):
     if st[f, d, B_PKTS] > 0 or st[f, d, B_ACKS] > 0:
         r = c[C_NIV]
@@ -326,6 +359,8 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
             fl[f, FL_SYN_TS] = -1
             fl[f, FL_SYNACK_TS] = -1
             fl[f, FL_ACK3_TS] = -1
+            fl[f, FL_MRU_SYN_TS] = -1
+            fl[f, FL_WS_RTT] = -1
             for dd in range(2):
                 st[f, dd, S_WSCALE] = -1
                 st[f, dd, S_MSS] = -1
@@ -348,8 +383,10 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                 if d == 1 and fl[f, FL_SYNACK_TS] < 0:
                     fl[f, FL_SYNACK_TS] = t
                     fl[f, FL_SYNACK_SEQ] = p[tp.P_SEQ]
-            elif d == 0 and fl[f, FL_SYN_TS] < 0:
-                fl[f, FL_SYN_TS] = t
+            else:
+                fl[f, FL_MRU_SYN_TS] = t
+                if d == 0 and fl[f, FL_SYN_TS] < 0:
+                    fl[f, FL_SYN_TS] = t
         elif (d == 0 and fl[f, FL_ACK3_TS] < 0 and fl[f, FL_SYNACK_TS] >= 0 and (flags & tp.ACK)
               and p[tp.P_ACK] == ((fl[f, FL_SYNACK_SEQ] + 1) & 0xFFFFFFFF)):
             fl[f, FL_ACK3_TS] = t
@@ -380,81 +417,133 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
         if st[f, d, S_INIT] == 0:
             st[f, d, S_INIT] = 1
             st[f, d, S_ISN] = seq
-            st[f, d, S_HIGH] = 1 if (flags & tp.SYN) else 0
-            st[f, d, S_FIRST_DATA] = st[f, d, S_HIGH]
-            st[f, d, S_HIGH_TS] = t
-        seg_start = _unwrap(seq, st[f, d, S_ISN], st[f, d, S_HIGH])
-        if flags & tp.SYN:
-            seg_start += 1
+            syn0 = 1 if (flags & tp.SYN) else 0
+            st[f, d, S_START_SEEN] = syn0
+            st[f, d, S_RECORDED] = syn0
+            st[f, d, S_HIGH] = syn0
+            st[f, d, S_LOW] = 0
+            st[f, d, S_FIRST_DATA] = syn0
+        pos = _unwrap(seq, st[f, d, S_ISN], st[f, d, S_HIGH])  # position of the sequence number itself
+        synfin = 1 if (flags & (tp.SYN | tp.FIN)) else 0
+        seg_start = pos + 1 if (flags & tp.SYN) else pos  # first payload byte
+        seg_end = seg_start + plen
+        nxt = st[f, d, S_NXT]
+        nxt_ok = st[f, d, S_NXT_OK] != 0
+        ctl = (flags & (tp.SYN | tp.FIN | tp.RST)) != 0
+        keepalive = plen <= 1 and nxt_ok and pos == nxt - 1 and not ctl
+        zwp = (plen == 1 and nxt_ok and pos == nxt and st[f, od, S_WIN_OK] != 0 and st[f, od, S_LAST_WIN_RAW] == 0)
         if plen > 0:
             st[f, d, S_PAY] += plen
             st[f, d, S_PSEGS] += 1
             st[f, d, B_PAY] += plen
+        if keepalive:
+            st[f, d, S_KEEPALIVE] += 1
+        if zwp:
+            st[f, d, S_ZWP] += 1
+        elif plen > 0 or synfin:
             high = st[f, d, S_HIGH]
-            seg_end = seg_start + plen
-            if (plen <= 1 and seg_start == high - 1 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0):
-                st[f, d, S_KEEPALIVE] += 1
-            else:
-                if plen == 1 and seg_start == high and st[f, od, S_WIN_OK] and st[f, od, S_LAST_WIN_RAW] == 0:
-                    st[f, d, S_ZWP] += 1
-                new = _cover(holes, st, f, d, seg_start, seg_end, c)
+            thr = tr.DEFAULT_OOO_THRESHOLD_NS if fl[f, FL_WS_RTT] <= 0 else fl[f, FL_WS_RTT]
+            # S_PACK, S_DUPACKS of direction d: what the peer's ACKs said about d's data; Wireshark does not
+            # classify a keep-alive (Zeek and tcptrace go by its byte)
+            ws = 0 if keepalive else tr.wireshark_bits(
+                pos, plen, synfin, nxt, nxt_ok, st[f, d, S_NXT_TS], t, st[f, d, S_PACK], st[f, d, S_PACK_OK] != 0,
+                st[f, d, S_DUPACKS], st[f, od, S_LAST_TS], thr)
+            syn_rx = (flags & tp.SYN) != 0 and st[f, d, S_SYN_SEEN] != 0 and pos == st[f, d, S_SYN_POS]
+            fin_rx = (flags & tp.FIN) != 0 and st[f, d, S_FIN_SEEN] != 0 and seg_end <= st[f, d, S_FIN_POS]
+            bits = 0
+            overlap = np.int64(0)
+            if plen > 0:
+                low = st[f, d, S_LOW]
+                if st[f, d, S_START_SEEN] == 0 and seg_start < low:
+                    new = _cover_below(holes, st, f, d, seg_start, seg_end, c)
+                    if seg_end > low:
+                        new += _cover(holes, st, f, d, low, seg_end, c)
+                else:
+                    new = _cover(holes, st, f, d, seg_start, seg_end, c)
                 overlap = plen - new
                 if p[tp.P_CAPPAY] < plen:
                     st[f, d, S_UNCAPTURED] += min(new, plen - p[tp.P_CAPPAY])
                 st[f, d, S_NEW] += new
                 st[f, d, B_NEW] += new
-                thr = tr.DEFAULT_OOO_THRESHOLD_NS
-                if fl[f, FL_SYN_TS] >= 0 and fl[f, FL_ACK3_TS] >= 0:
-                    thr = fl[f, FL_ACK3_TS] - fl[f, FL_SYN_TS]
-                # S_ACKED, S_DUPACKS, S_DUPACK_TS of direction d: what the peer's ACKs said about d's data
-                bits = tr.classify(seg_start, seg_end, high, overlap, t, st[f, d, S_ACKED], st[f, d, S_ACKED_OK],
-                                   st[f, d, S_DUPACKS], st[f, d, S_DUPACK_TS], st[f, d, S_HIGH_TS], thr)
+                bits = tr.payload_bits(seg_start, seg_end, high, overlap, st[f, d, S_RECORDED] != 0)
+                st[f, d, S_RECORDED] = 1
+            if syn_rx:
+                st[f, d, S_SYN_RX] += 1
+            if fin_rx:
+                st[f, d, S_FIN_RX] += 1
+            if syn_rx or fin_rx:
+                bits |= tr.RX_TT
+            bits |= ws
+            if bits & tr.RX_ZEEK:
+                st[f, d, S_RX_Z] += 1
+                st[f, d, S_RXB_Z] += plen
+            if bits & tr.RX_WS:
+                st[f, d, S_RX_WS] += 1
+                st[f, d, S_RXB_WS] += plen
+            if bits & tr.OOO_WS:
+                st[f, d, S_OOO_WS] += 1
+            if bits & tr.RX_TT:
+                st[f, d, S_RX_TT] += 1
+                st[f, d, S_RXB_TT] += overlap
+            if bits & tr.OOO_TT:
+                st[f, d, S_OOO_TT] += 1
+            if rule == tr.RULE_ZEEK:
                 if bits & tr.RX_ZEEK:
-                    st[f, d, S_RX_Z] += 1
-                    st[f, d, S_RXB_Z] += plen
+                    st[f, d, B_RXS] += 1
+                    st[f, d, B_RXB] += plen
+            elif rule == tr.RULE_WIRESHARK:
                 if bits & tr.RX_WS:
-                    st[f, d, S_RX_WS] += 1
-                    st[f, d, S_RXB_WS] += plen
+                    st[f, d, B_RXS] += 1
+                    st[f, d, B_RXB] += plen
                 if bits & tr.OOO_WS:
-                    st[f, d, S_OOO_WS] += 1
+                    st[f, d, B_OOO] += 1
+            else:
                 if bits & tr.RX_TT:
-                    st[f, d, S_RX_TT] += 1
-                    st[f, d, S_RXB_TT] += overlap
+                    st[f, d, B_RXS] += 1
+                    st[f, d, B_RXB] += overlap
                 if bits & tr.OOO_TT:
-                    st[f, d, S_OOO_TT] += 1
-                if rule == tr.RULE_ZEEK:
-                    if bits & tr.RX_ZEEK:
-                        st[f, d, B_RXS] += 1
-                        st[f, d, B_RXB] += plen
-                elif rule == tr.RULE_WIRESHARK:
-                    if bits & tr.RX_WS:
-                        st[f, d, B_RXS] += 1
-                        st[f, d, B_RXB] += plen
-                    if bits & tr.OOO_WS:
-                        st[f, d, B_OOO] += 1
-                else:
-                    if bits & tr.RX_TT:
-                        st[f, d, B_RXS] += 1
-                        st[f, d, B_RXB] += overlap
-                    if bits & tr.OOO_TT:
-                        st[f, d, B_OOO] += 1
+                    st[f, d, B_OOO] += 1
+            if flags & tp.SYN:
+                st[f, d, S_SYN_SEEN] = 1
+                st[f, d, S_SYN_POS] = pos
+                st[f, d, S_RECORDED] = 1
+            if flags & tp.FIN:
+                if st[f, d, S_FIN_SEEN] == 0 or seg_end > st[f, d, S_FIN_POS]:
+                    st[f, d, S_FIN_POS] = seg_end
+                st[f, d, S_FIN_SEEN] = 1
+            if plen > 0:
                 if seg_start < high:
                     rt.seg_mark_resent(sgr, st, f, d, S_SEG_HEAD, seg_start, seg_end)
                 if seg_end > high:
                     st[f, d, S_HIGH] = seg_end
-                    st[f, d, S_HIGH_TS] = t
                     rt.seg_push(sgr, st, f, d, S_SEG_HEAD, seg_end, t)
                 if st[f, d, S_ACKED_OK]:
                     infl = st[f, d, S_HIGH] - st[f, d, S_ACKED]
                     if infl > st[f, d, B_INFL_MAX]:
                         st[f, d, B_INFL_MAX] = infl
-            if p[tp.P_HAS_TS]:
-                rt.ts_push(tsr, st, f, d, S_TS_HEAD, p[tp.P_TSVAL], t)
-        elif (flags & tp.SYN) and p[tp.P_HAS_TS]:
+        if not zwp and (not nxt_ok or pos + plen + synfin > nxt):  # Wireshark's nextseq: any segment advances it
+            st[f, d, S_NXT] = pos + plen + synfin
+            st[f, d, S_NXT_TS] = t
+            st[f, d, S_NXT_OK] = 1
+        if p[tp.P_HAS_TS] and (plen > 0 or (flags & tp.SYN)):
             rt.ts_push(tsr, st, f, d, S_TS_HEAD, p[tp.P_TSVAL], t)
         if p[tp.P_HAS_TS]:
             st[f, d, S_TSOPTS] += 1
-        # ---- window ------------------------------------------------------------------------------
+        if (flags & (tp.SYN | tp.ACK)) == tp.ACK and fl[f, FL_MRU_SYN_TS] >= 0 and fl[f, FL_WS_RTT] <= 0:
+            # Wireshark's first RTT (the out-of-order threshold; a zero one is taken again from the next ACK)
+            fl[f, FL_WS_RTT] = t - fl[f, FL_MRU_SYN_TS]
+        # ---- duplicate ACKs (Wireshark's definition), then the window --------------------------------
+        if st[f, od, S_INIT]:
+            ack_pos = _unwrap(p[tp.P_ACK], st[f, od, S_ISN], st[f, od, S_HIGH]) if (flags & tp.ACK) else 0
+            ack_ok = 1 if (flags & tp.ACK) else 0
+            if (plen == 0 and not ctl and ack_ok and st[f, od, S_PACK_OK] and ack_pos == st[f, od, S_PACK]
+                    and p[tp.P_WIN] != 0 and st[f, d, S_WIN_OK] and p[tp.P_WIN] == st[f, d, S_LAST_WIN_RAW]
+                    and nxt_ok and pos == nxt):
+                st[f, od, S_DUPACKS] += 1
+            elif ack_ok != st[f, od, S_PACK_OK] or ack_pos != st[f, od, S_PACK]:
+                st[f, od, S_DUPACKS] = 0
+            st[f, od, S_PACK] = ack_pos
+            st[f, od, S_PACK_OK] = ack_ok
         st[f, d, S_LAST_WIN_RAW] = p[tp.P_WIN]
         st[f, d, S_WIN_OK] = 1
         # ---- the ACK acknowledges the other direction ---------------------------------------------
@@ -469,13 +558,9 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
                 infl = st[f, od, S_HIGH] - (st[f, od, S_ACKED] if st[f, od, S_ACKED_OK] else ack)
                 st[f, od, S_ACKED] = ack
                 st[f, od, S_ACKED_OK] = 1
-                st[f, od, S_DUPACKS] = 0
                 r = rt.seg_ack(sgr, st, f, od, S_SEG_HEAD, ack, t)
                 if r >= 0:
                     _rtt_row(rtt, c, fl[f, FL_GID], 1 - d, t, r, rt.KIND_DATA_ACK, infl)
-            elif ack == st[f, od, S_ACKED] and plen == 0 and (flags & (tp.SYN | tp.FIN | tp.RST)) == 0:
-                st[f, od, S_DUPACKS] += 1
-                st[f, od, S_DUPACK_TS] = t
             if p[tp.P_HAS_TS] and st[f, od, S_TS_COUNT] > 0:
                 r = rt.ts_echo(tsr, st, f, od, S_TS_HEAD, p[tp.P_TSECR], t)
                 if r >= 0:

@@ -75,7 +75,7 @@ def interval_arrays(rows: np.ndarray, t0_ns: int, bin_ns: int) -> dict[str, np.n
 
 def interval_table(rows: np.ndarray, t0_ns: int, bin_ns: int) -> pd.DataFrame:
     """interval_arrays as a DataFrame (``direction`` categorical orig/resp)."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: `benchbook tcp` imports this module without it
 
     cols = interval_arrays(rows, t0_ns, bin_ns)
     df = pd.DataFrame(cols)

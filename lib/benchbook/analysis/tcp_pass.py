@@ -84,18 +84,21 @@ def flow_notes(files: list[str], fl: np.ndarray, st: np.ndarray) -> list[str]:
         path = files[int(fl[f, tf.FL_FIRST_FILE])]
         return f"{path}: at byte offset {int(fl[f, tf.FL_FIRST_OFF])} ({flow_name(fl, f)})"
 
-    mid = np.flatnonzero((fl[:, tf.FL_SYN_TS] < 0) & (fl[:, tf.FL_SYNACK_TS] < 0))
+    mid = np.flatnonzero(((st[:, :, tf.S_START_SEEN] == 0) & (st[:, :, tf.S_INIT] > 0)).any(axis=1))
     if mid.size:
-        notes.append(f"{mid.size} flow(s) started mid-stream (no SYN or SYN-ACK seen): no handshake RTT, bytes counted "
-                     f"from each one's first packet; the first: {where(int(mid[0]))}")
+        notes.append(f"{mid.size} flow(s) started before the capture (start_seen false: a direction's first packet "
+                     f"is not a SYN): sequence coverage from the lowest sequence number seen, so payload below a "
+                     f"direction's first segment is new; the first: {where(int(mid[0]))}")
     ka = st[:, :, tf.S_KEEPALIVE].sum(axis=1)
     zwp = st[:, :, tf.S_ZWP].sum(axis=1)
     probed = np.flatnonzero((ka + zwp) > 0)
     if probed.size:
         notes.append(f"{int(ka.sum())} keep-alive and {int(zwp.sum())} zero-window-probe segment(s) counted apart "
-                     f"(never retransmissions or out of order); the first flow with one: {where(int(probed[0]))}")
-    wraps = np.flatnonzero(((st[:, :, tf.S_ISN] + st[:, :, tf.S_HIGH] >= 1 << 32) & (st[:, :, tf.S_INIT] > 0))
-                           .any(axis=1))
+                     f"(keep-alives: never classified under wireshark; a 1-byte one repeating a byte is a "
+                     f"retransmission under zeek and tcptrace); the first flow with one: {where(int(probed[0]))}")
+    isn = st[:, :, tf.S_ISN]
+    wraps = np.flatnonzero((((isn + st[:, :, tf.S_HIGH] >= 1 << 32) | (isn + st[:, :, tf.S_LOW] < 0))
+                            & (st[:, :, tf.S_INIT] > 0)).any(axis=1))
     if wraps.size:
         notes.append(f"{wraps.size} flow(s) wrap their 32-bit sequence numbers (counted on, unwrapped to 64 bits); "
                      f"the first: {where(int(wraps[0]))}")

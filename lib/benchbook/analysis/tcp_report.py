@@ -2,12 +2,17 @@
 
 Written into a temporary directory beside the output directory and moved into place only when all
 succeeded. summary.json holds exactly ``{"rule", "bin_ms", "packets", "flows": [{"src", "sport", "dst",
-"dport", "packets", "bytes", "goodput_bps", "retransmissions", "out_of_order", "rtt_ms": {"min", "mean",
-"p99"}}, ...], "jain_of_means", "jain_mean_of_intervals"}``. Per flow: ``src``/``sport`` is the originator,
-``packets`` and ``bytes`` (frame bytes) count both directions, ``goodput_bps`` is the bytes seen for the
-first time in both directions x 8 / the flow's duration, ``retransmissions``/``out_of_order`` sum both
-directions under the rule, ``rtt_ms`` summarises the RTT samples of both directions (TS echo and data ->
-ACK; min and mean exact, p99 HdrHistogram to 3 significant figures). Jain's indices (both variants, see
+"dport", "start_seen", "packets", "bytes", "goodput_bps", "retransmissions", "out_of_order",
+"syn_retransmissions", "fin_retransmissions", "rtt_ms": {"min", "mean", "p99"}}, ...], "jain_of_means",
+"jain_mean_of_intervals"}``. Per flow: ``src``/``sport`` is the originator, ``start_seen`` is false when a
+direction's first packet was not a SYN (the capture began mid-connection: its coverage starts at the lowest
+sequence number seen, see :mod:`benchbook.analysis.tcp_flows`), ``packets`` and ``bytes`` (frame bytes) count
+both directions, ``goodput_bps`` is the bytes seen for the first time in both directions x 8 / the flow's
+duration, ``retransmissions``/``out_of_order`` sum both directions under the rule (retransmitted SYNs and
+FINs included under ``wireshark`` and ``tcptrace``, see :mod:`benchbook.analysis.tcp_rules`),
+``syn_retransmissions``/``fin_retransmissions`` sum both directions under every rule, ``rtt_ms`` summarises
+the RTT samples of both directions (TS echo and data -> ACK; min and mean exact, p99 HdrHistogram to 3
+significant figures). Jain's indices (both variants, see
 :mod:`benchbook.analysis.fairness`) are over the per-bin goodput of the bulk flows: flows carrying at least
 1 % of all goodput bytes (so an iperf3 control connection does not count as a competitor); null with fewer
 than two such flows.
@@ -20,6 +25,7 @@ ssthresh_segments, srtt_us, snd_wnd_bytes), a congestion-window panel in report.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from html import escape as html_escape
@@ -30,6 +36,7 @@ import numpy as np
 
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.fairness import FlowSeries, sorted_unique, summarize
 from benchbook.analysis.tcp_cwnd import CLOCK_REALTIME, ProbeRecords, flow_directions, match_records
 from benchbook.analysis.tcp_intervals import DIRECTIONS, flow_goodput_series, interval_arrays
 from benchbook.analysis.tcp_pass import TcpPass, address, run_pass
@@ -50,6 +57,7 @@ _DIR_COLUMNS = {
     "retransmissions_wireshark": tf.S_RX_WS, "retransmitted_bytes_wireshark": tf.S_RXB_WS,
     "out_of_order_wireshark": tf.S_OOO_WS, "retransmissions_tcptrace": tf.S_RX_TT,
     "retransmitted_bytes_tcptrace": tf.S_RXB_TT, "out_of_order_tcptrace": tf.S_OOO_TT,
+    "syn_retransmissions": tf.S_SYN_RX, "fin_retransmissions": tf.S_FIN_RX,
     "keepalives": tf.S_KEEPALIVE, "zero_window_probes": tf.S_ZWP, "syn_segments": tf.S_SYNS,
     "fin_segments": tf.S_FINS, "rst_segments": tf.S_RSTS, "sack_segments": tf.S_SACKS,
     "timestamp_segments": tf.S_TSOPTS, "mss_bytes": tf.S_MSS, "window_scale": tf.S_WSCALE,
@@ -85,6 +93,8 @@ def flow_arrays(tp: TcpPass) -> dict[str, np.ndarray]:
                                  np.where((syn >= 0) | (synack >= 0), "partial", "none")).astype(object)
     cols["handshake_rtt_ns"] = np.where((syn >= 0) & (ack3 >= 0), ack3 - syn, -1).astype(np.int64)
     cols["syn_to_synack_ns"] = np.where((syn >= 0) & (synack >= 0), synack - syn, -1).astype(np.int64)
+    # every direction that sent a packet began with a SYN
+    cols["start_seen"] = ((st[:, :, tf.S_START_SEEN] > 0) | (st[:, :, tf.S_INIT] == 0)).all(axis=1)
     cols["first_file_offset"] = fl[:, tf.FL_FIRST_OFF].astype(np.int64)
     cols["first_file"] = np.array([tp.files[int(k)] for k in fl[:, tf.FL_FIRST_FILE]], object)
     for d, prefix in enumerate(("orig_", "resp_")):
@@ -117,7 +127,7 @@ def flow_arrays(tp: TcpPass) -> dict[str, np.ndarray]:
 
 def flow_table(tp: TcpPass) -> pd.DataFrame:
     """flow_arrays as a DataFrame (handshake_rtt_ns and syn_to_synack_ns nullable Int64)."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: `benchbook tcp` imports this module without it
 
     cols = flow_arrays(tp)
     df = pd.DataFrame({k: (v.tolist() if k in STRINGS else v) for k, v in cols.items()})
@@ -131,7 +141,7 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
     """A pyarrow Array over a numpy column built from its buffers: ``pa.array`` would import pandas (0.3-0.5 s
     of start-up) only to check whether the input is a pandas object. Object arrays become UTF-8 strings; ``null``
     marks null entries."""
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     n = int(v.shape[0])
     validity = None
@@ -143,6 +153,8 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
         if n:
             offsets[1:] = np.cumsum([len(b) for b in raw])
         return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+    if v.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(np.packbits(v, bitorder="little"))])
     types = {np.dtype(np.int64): pa.int64(), np.dtype(np.int8): pa.int8(), np.dtype(np.float64): pa.float64()}
     v = np.ascontiguousarray(v)
     return pa.Array.from_buffers(types[v.dtype], n, [validity, pa.py_buffer(v)])
@@ -150,7 +162,7 @@ def arrow_array(v: np.ndarray, null: np.ndarray | None = None):
 
 def arrow_dictionary(codes: np.ndarray, values: tuple[str, ...]):
     """Dictionary-encoded strings (int8 codes into ``values``) without pandas."""
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     return pa.DictionaryArray.from_arrays(arrow_array(codes.astype(np.int8)), arrow_array(np.array(values, object)))
 
@@ -159,8 +171,8 @@ def write_parquet(path: Path, cols: dict[str, np.ndarray], dictionary: dict[str,
                   nullable: tuple[str, ...] = ()) -> None:
     """Columns to Parquet: object arrays as strings, ``dictionary`` columns (codes) as dictionary strings,
     ``nullable`` int columns with -1 as null."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
+    import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
     arrays, names = [], []
     for k, v in cols.items():
@@ -186,8 +198,6 @@ def _merged_rtt_ms(tp: TcpPass, f: int) -> dict[str, float | None]:
 
 def fairness_numbers(flows: dict[str, np.ndarray], intervals: dict[str, np.ndarray], bin_ns: int) -> dict[str, Any]:
     """Both Jain variants over the bulk flows' per-bin goodput (None with fewer than two bulk flows)."""
-    from benchbook.analysis.fairness import FlowSeries, summarize
-
     unique = flows["orig_unique_bytes"] + flows["resp_unique_bytes"]
     total = float(unique.sum())
     bulk = flows["flow"][unique >= BULK_SHARE * total].tolist() if total > 0 else []
@@ -212,9 +222,10 @@ def summary_doc(tp: TcpPass, flows: dict[str, np.ndarray], fair: dict[str, Any])
         g = float(flows["goodput_bps"][i])
         rows.append({
             "src": str(flows["src"][i]), "sport": int(flows["sport"][i]), "dst": str(flows["dst"][i]),
-            "dport": int(flows["dport"][i]), "packets": both("packets"), "bytes": both("wire_bytes"),
-            "goodput_bps": g if np.isfinite(g) else None, "retransmissions": both(rx_col),
-            "out_of_order": 0 if ooo_col is None else both(ooo_col),
+            "dport": int(flows["dport"][i]), "start_seen": bool(flows["start_seen"][i]), "packets": both("packets"),
+            "bytes": both("wire_bytes"), "goodput_bps": g if np.isfinite(g) else None,
+            "retransmissions": both(rx_col), "out_of_order": 0 if ooo_col is None else both(ooo_col),
+            "syn_retransmissions": both("syn_retransmissions"), "fin_retransmissions": both("fin_retransmissions"),
             "rtt_ms": _merged_rtt_ms(tp, int(flows["flow"][i])),
         })
     return {"rule": tp.rule, "bin_ms": tp.bin_ns / 1e6, "packets": tp.counters["packets"], "flows": rows,
@@ -234,8 +245,8 @@ class _RttSink:
         self.sample_rows = 0
 
     def _open(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
+        import pyarrow.parquet as pq  # noqa: PLC0415 pyarrow loads once the pass runs, not at import
 
         self.pa = pa
         # no nulls (no definition levels to write) and statistics only where readers filter: 30 % less CPU
@@ -286,17 +297,16 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
 
     The figure is written as plain plotly.js JSON: building it through plotly's Python objects costs more
     memory than the whole analysis pass."""
-    import importlib.util
-
     spec = importlib.util.find_spec("plotly")  # its location only: importing plotly costs 0.05-0.1 s
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("plotly is not installed: it provides plotly.min.js for report.html")
     js = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     shutil.copyfile(js, out / "plotly.min.js")
-    from benchbook.analysis.fairness import sorted_unique
 
-    label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" for f, a, sp, b, dp in zip(
-        flows["flow"], flows["src"], flows["sport"], flows["dst"], flows["dport"], strict=True)}
+    label = {int(f): f"{f}: {a}:{sp} > {b}:{dp}" + ("" if seen else " (start not captured)")
+             for f, a, sp, b, dp, seen in zip(flows["flow"], flows["src"], flows["sport"], flows["dst"],
+                                              flows["dport"], flows["start_seen"], strict=True)}
+    unseen = [label[int(f)] for f in flows["flow"][~flows["start_seen"]]]
     data: list[dict[str, Any]] = []
     _, _, thr = flow_goodput_series(intervals, column="throughput_bps")
     fids, starts, good = flow_goodput_series(intervals)
@@ -357,7 +367,10 @@ def _html(out: Path, flows: dict[str, np.ndarray], intervals: dict[str, np.ndarr
             " cwnd: the sender's congestion window from the kernel's tcp_probe records (" + html_escape(
                 str(cwnd[1]["source"])) + ", " + str(cwnd[1]["matched"]) + " of " + str(cwnd[1]["records"])
             + " records matched, clock: " + str(cwnd[1]["clock"]) + ").")) + "</p><script>var fig = " + doc
-        + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script></body></html>\n", encoding="utf-8")
+        + ";Plotly.newPlot(\"report\", fig.data, fig.layout);</script>" + ("" if not unseen else (
+            "<p id=\"start-not-captured\">Start not captured (start_seen: false; no SYN at the start of a direction, "
+            "the capture began mid-connection: sequence coverage from the lowest sequence number seen): "
+            + html_escape("; ".join(unseen)) + ".</p>")) + "</body></html>\n", encoding="utf-8")
 
 
 def analyze_tcp(paths: list[str | Path], out_dir: str | Path, bin_ms: float = 100.0, rule: str = "zeek",
@@ -401,8 +414,12 @@ def format_flows(summary: dict[str, Any]) -> str:
         r = f["rtt_ms"]
         rtt = "-" if r["min"] is None else f"{r['min']:.3f}/{r['mean']:.3f}/{r['p99']:.3f}"
         gp = "-" if f["goodput_bps"] is None else f"{f['goodput_bps'] / 1e6:.3f}"
+        mark = "" if f["start_seen"] else " *"
         lines.append(f"{f['src']:>22} {f['sport']:>5}  {f['dst']:>22} {f['dport']:>5} {f['packets']:>10} "
-                     f"{f['bytes']:>13} {gp:>14} {f['retransmissions']:>7} {f['out_of_order']:>6} {rtt:>24}")
+                     f"{f['bytes']:>13} {gp:>14} {f['retransmissions']:>7} {f['out_of_order']:>6} {rtt:>24}{mark}")
+    if any(not f["start_seen"] for f in summary["flows"]):
+        lines.append("* start not captured (no SYN at the start of a direction): sequence coverage from the lowest "
+                     "sequence number seen")
 
     def j(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.4f}"

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+import zstandard
+
+from benchbook.capture.errors import CaptureFileError, CaptureFormatError
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -28,7 +31,7 @@ class ByteSource:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         check_capture_file(self.path)
-        self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self._raw: BinaryIO = open(self.path, "rb")  # closed in close()
         self._prefix = self._raw.read(4)  # no seek: FIFOs cannot go back
         self.compressed = self._prefix == ZSTD_MAGIC
         self.truncated: str | None = None
@@ -39,8 +42,6 @@ class ByteSource:
         self._frame_fed = False
         self._raw_eof = False
         if self.compressed:
-            import zstandard
-
             self._zstd = zstandard
             self._new_frame()
 
@@ -128,8 +129,6 @@ class ByteSource:
             try:
                 out.append(self._dobj.decompress(raw))
             except self._zstd.ZstdError as exc:
-                from benchbook.capture.errors import CaptureFormatError
-
                 raise CaptureFormatError(
                     self.path, self._produced + sum(map(len, out)),
                     f"corrupt zstd data (decompressed offset): {exc}",
@@ -163,8 +162,6 @@ class ByteSource:
 
 def check_capture_file(path: Path) -> None:
     """Refuse what is not a regular file or FIFO (by name: directory, device, socket)."""
-    from benchbook.capture.errors import CaptureFileError
-
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -181,9 +178,7 @@ def check_capture_file(path: Path) -> None:
 def open_output(path: str | Path, level: int = 3) -> BinaryIO:
     """Open path for writing; a name ending in .zst gets a zstd stream."""
     path = Path(path)
-    raw = open(path, "wb")  # noqa: SIM115
+    raw = open(path, "wb")  # returned or wrapped: the caller closes it
     if path.suffix == ".zst":
-        import zstandard
-
         return zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=True)
     return io.BufferedWriter(raw, buffer_size=1 << 20) if not isinstance(raw, io.BufferedWriter) else raw

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import typer
 
-from benchbook.analysis.hist_report import UNITS, HistInputError, load_histograms, percentile_text, summary_json
-
 
 def hist(
     files: list[Path] = typer.Argument(..., help=".hlog interval logs and/or MoonGen histogram CSVs (merged)."),
@@ -62,6 +60,8 @@ def hist(
                  "--all-percentiles": all_percentiles}
         _write_merged(list(files), merged_dir, pair_names or [], max_latency_ms, [k for k, v in given.items() if v])
         return
+    from benchbook.analysis.hist_report import UNITS, HistInputError, load_histograms, percentile_text, summary_json
+
     if unit not in UNITS:
         typer.echo(f"benchbook hist: error: --unit must be one of {', '.join(UNITS)}, not {unit!r}", err=True)
         raise typer.Exit(2)

@@ -13,20 +13,30 @@
     --list/--all --paper PAPER_ID     only the entries of that paper folder
 
 Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
-failed > mismatch > partial > reproduced; skipped entries do not count):
+failed > mismatch > inconclusive > partial > figure redrawn > reproduced; skipped entries do not count;
+the words are docs/statistics.md's):
 
-    0  reproduced  every published value derived here matched (or there was nothing to compare)
-    1  mismatch    a computed value disagrees with the published one
-    2  usage       bad usage or a malformed registry entry / paper folder
-    3  cannot run  the entry cannot run on this machine (the reason is printed)
-    4  partial     no mismatch, but some published values are not derivable here; the verdict says
-                   whether the figure's principal claim was reproduced
-    5  failed      the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
+    0  reproduced      every published value derived here matched / was reproduced within its margin
+       figure redrawn  nothing to compare: the figure was redrawn (counted apart from reproduced)
+    1  mismatch        a value disagrees with the published one (or a principal claim fails)
+    2  usage           bad usage or a malformed registry entry / paper folder
+    3  cannot run      the entry cannot run on this machine (the reason is printed)
+    4  partial         no mismatch, but some published values are not derivable (or not comparable) here;
+                       the verdict says whether the figure's principal claim was reproduced
+    5  failed          the notebook failed, wrote no verdict, or the dataset's SHA256SUMS do not verify
+    6  inconclusive    a measured entry whose runs decide neither way (too few runs, a statistic the runs
+                       cannot resolve, a margin below the noise floor); the rows say how many runs would
+
+For a measured entry each row shows the estimate (median over runs), its 95 % interval, the margin and the
+runs; then "k of m reproduced; m*alpha = x mismatches expected by chance" and the claims.
 
 Options: --papers DIR (repeatable) and BENCHBOOK_PAPERS=dir1:dir2 add paper folders (or folders of
 paper folders) to the built-in ones under notebooks/; --runs-dir where run directories go (default
 data/runs, or BENCHBOOK_RUNS); -p key=value overrides a notebook parameter (values are parsed as
 JSON when they can be).
+
+The reproducing itself is benchbook.reproduce.run (a library caller needs no CLI); this module parses the
+arguments and prints what it returns.
 """
 
 from __future__ import annotations
@@ -45,12 +55,13 @@ EXIT_BAD_USAGE = 2
 EXIT_CANNOT_RUN = 3
 EXIT_PARTIAL = 4
 EXIT_FAILED = 5
-EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "mismatch": EXIT_MISMATCH, "skipped": EXIT_CANNOT_RUN,
-              "partial": EXIT_PARTIAL, "failed": EXIT_FAILED}
-_SEVERITY = ("reproduced", "partial", "mismatch", "failed")
-_STYLES = {"reproduced": "green", "partial": "yellow", "mismatch": "bold red", "failed": "bold red",
-           "skipped": "yellow", "dry run": "cyan"}
-DRY_RUN_FILE = "dry-run.txt"
+EXIT_INCONCLUSIVE = 6
+EXIT_CODES = {"reproduced": EXIT_REPRODUCED, "figure redrawn": EXIT_REPRODUCED, "mismatch": EXIT_MISMATCH,
+              "skipped": EXIT_CANNOT_RUN, "partial": EXIT_PARTIAL, "failed": EXIT_FAILED,
+              "inconclusive": EXIT_INCONCLUSIVE}
+_SEVERITY = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed")
+_STYLES = {"reproduced": "green", "figure redrawn": "cyan", "partial": "yellow", "inconclusive": "magenta",
+           "mismatch": "bold red", "failed": "bold red", "skipped": "yellow", "dry run": "cyan"}
 
 
 def _console():
@@ -78,114 +89,36 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def reproduce_entry(entry, runs_dir: Path | None, overrides: dict[str, Any], console,
-                    dry_run: bool = False) -> dict[str, Any]:
-    """Run one entry; return {"id", "mode", "outcome", "detail", "run_dir", "verdict"}.
+def _print_progress(step, console) -> None:
+    """A step of benchbook.reproduce.run (a Progress), as the command has always printed it."""
+    from rich.text import Text
 
-    outcome: "reproduced" | "partial" | "mismatch" | "failed" | "skipped" (| "dry run").
-    """
-    from benchbook.experiment.runner import run_notebook
-
-    result, params, inputs = _prepare_entry(entry, overrides, console, dry_run)
-    if params is None:
-        return result
-    console.print(f"[bold]{entry.id}[/]: executing {entry.notebook_path} ...", highlight=False)
-    try:
-        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
-    except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
-        result.update(outcome="failed", detail=f"could not run {entry.notebook}: {type(exc).__name__}: {exc}")
-        return result
-    return _judge_run(entry, result, run.run_dir, run.status, run.error, dry_run)
-
-
-def _prepare_entry(entry, overrides: dict[str, Any], console, dry_run: bool = False
-                   ) -> tuple[dict[str, Any], dict[str, Any] | None, list[Path]]:
-    """The result so far, the notebook parameters and inputs of an entry; parameters None when the entry
-    cannot run (the result then says why)."""
-    from benchbook.reproduce.capabilities import entry_blockers
-    from benchbook.reproduce.datasets import DatasetError, verify_dataset
-    from benchbook.reproduce.notebook_params import prepare_parameters
-
-    result: dict[str, Any] = {"id": entry.id, "mode": entry.mode, "run_dir": None, "verdict": None}
-    blockers = entry_blockers(entry)
-    if dry_run:  # nothing is measured: only a missing notebook or dataset stops it
-        blockers = [b for b in blockers if b.startswith(("notebook ", "dataset "))]
-    if blockers:
-        result.update(outcome="skipped", detail="; ".join(blockers))
-        return result, None, []
-    folder = entry.folder.resolve()
-    params: dict[str, Any] = dict(entry.parameters)
-    params.update(figure_id=entry.id, registry_dir=str(folder), paper_dir=str(folder))
-    inputs = [entry.source]
-    if entry.dataset_dir is not None:
-        try:
-            ds = verify_dataset(entry.dataset_dir)
-        except DatasetError as exc:
-            result.update(outcome="failed", detail=f"dataset verification failed: {exc}")
-            return result, None, []
-        console.print(f"[dim]dataset {entry.dataset}: {ds.n_files} files, {ds.n_bytes / 1e6:.1f} MB, "
-                      f"SHA256SUMS verified[/]")
-        params["dataset_dir"] = str(entry.dataset_dir.resolve())
-    params.update(prepare_parameters(entry.notebook_path, overrides, injected=[*params, "dry_run"]))
-    if dry_run:
-        params["dry_run"] = True
-    return result, params, inputs
-
-
-def _judge_run(entry, result: dict[str, Any], run_dir: Path, status: str, error: str | None,
-               dry_run: bool = False) -> dict[str, Any]:
-    """The outcome of an entry's finished run from its status and the verdict.json it wrote."""
-    from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
-
-    result["run_dir"] = str(run_dir)
-    if dry_run:
-        plan = run_dir / DRY_RUN_FILE
-        if status != "complete":
-            result.update(outcome="failed", detail=f"notebook {status}: {error}")
-        elif not plan.is_file():
-            result.update(outcome="failed", detail=f"the notebook wrote no {DRY_RUN_FILE} into {run_dir} "
-                                                   "(does it honour dry_run?)")
-        else:
-            result.update(outcome="dry run", detail=f"commands in {plan}", plan=plan.read_text(encoding="utf-8"))
-        return result
-    vpath = run_dir / VERDICT_FILE
-    verdict = None
-    if vpath.is_file():
-        try:
-            verdict = Verdict.load(vpath)
-        except (ValueError, KeyError, TypeError) as exc:
-            result.update(outcome="failed", detail=f"{vpath}: unreadable verdict: {exc}")
-            return result
-        if not verdict.claim_text and entry.claim:
-            verdict.claim_text, verdict.claim_rows = entry.claim, tuple(entry.claim_rows)
-        result["verdict"] = verdict
-    if status != "complete":
-        result.update(outcome="failed", detail=f"notebook {status}: {error}")
-    elif verdict is None:
-        result.update(outcome="failed", detail=f"the notebook wrote no {VERDICT_FILE} into {run_dir}")
+    if step.kind == "executing":
+        console.print(Text.assemble((step.entry_id, "bold"), f": {step.text}"))
+    elif step.kind == "dataset":
+        console.print(Text(step.text, style="dim"))
     else:
-        result.update(outcome=verdict.outcome, detail=verdict.summary())
-        if verdict.outcome == "partial" or verdict.claim_text:
-            result["detail"] += f"; principal claim: {verdict.claim_status()}"
-    return result
+        console.print(str(step), highlight=False, markup=False)
 
 
-def _print_result(res: dict[str, Any], console) -> None:
-    verdict = res.get("verdict")
+def _print_result(res, console) -> None:
+    """An EntryResult of benchbook.reproduce.run: its verdict table, figures, claim and outcome."""
+    verdict = res.verdict
     if verdict is not None:
         console.print(verdict.rich_table())
         for stem, exports in verdict.figures.items():
             shown = ", ".join(f"{fmt}: {path}" for fmt, path in exports.items())
             console.print(f"  figure [bold]{stem}[/]: {shown}")
-        if verdict.claim_text:
-            status = verdict.claim_status()
-            style = {"reproduced": "green", "mismatch": "bold red"}.get(status, "yellow")
-            console.print(f"principal claim: {verdict.claim_text} [{style}]{status}[/]", highlight=False)
-    if "plan" in res:
-        console.print(res["plan"], highlight=False, markup=False, end="")
-    console.print(f"[{_STYLES[res['outcome']]}]{res['id']}: {res['outcome']}[/] - {res['detail']}", highlight=False)
-    if res.get("run_dir"):
-        console.print(f"  outputs: {res['run_dir']}", highlight=False)
+        claim = verdict.claim()
+        if claim["text"]:
+            style = {"reproduced": "green", "mismatch": "bold red", "figure redrawn": "cyan"}.get(claim["status"],
+                                                                                             "yellow")
+            console.print(f"principal claim: {claim['text']} [{style}]{claim['status']}[/]", highlight=False)
+    if res.plan is not None:
+        console.print(res.plan, highlight=False, markup=False, end="")
+    console.print(f"[{_STYLES[res.outcome]}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
+    if res.run_dir is not None:
+        console.print(f"  outputs: {res.run_dir}", highlight=False)
 
 
 def _where(path: Path) -> str:
@@ -255,18 +188,36 @@ def _show_entry(entry, console) -> None:
         for col in ("name", "value", "compared", "declared source"):
             pt.add_column(col, overflow="fold")
         for pv in entry.published:
-            src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
-                            if getattr(pv, k) is not None)
+            if pv.measured:
+                where = f"runs of {pv.arm}:{pv.run_statistic}" if pv.arm else ""
+                src = (f"{where} ({pv.value_range})" if pv.comparable else
+                       "; ".join(x for x in (where, f"not comparable: {pv.not_comparable_reason}") if x))
+            else:
+                src = ", ".join(f"{k}={getattr(pv, k)}" for k in ("folder", "statistic", "rate_pps", "repeat")
+                                if getattr(pv, k) is not None)
             pt.add_row(escape(pv.name), f"{pv.value:g} {pv.unit}".strip(), pv.tolerance_text(), escape(src or "-"))
         console.print(pt)
+    if entry.claims:
+        ct = Table(title=f"{len(entry.claims)} claims (* principal), judged across runs")
+        for col in ("id", "test", "text"):
+            ct.add_column(col, overflow="fold")
+        for c in entry.claims:
+            d = c.as_dict()
+            test = " ".join(f"{k}={d[k]}" for k in ("test", "a", "b", "within", "successes", "trials", "q")
+                            if k in d)
+            margin = c.margin_text()
+            ct.add_row(c.id + (" *" if c.principal else ""), escape(test + (f" margin {margin}" if margin else "")),
+                       escape(c.text))
+        console.print(ct)
     params = notebook_parameters(entry.notebook_path) if entry.notebook_path.is_file() else []
-    passed = {"figure_id", "registry_dir", "paper_dir", "dataset_dir", "output_dir", "dry_run"}
+    from benchbook.reproduce.notebook_params import INJECTED_PARAMETERS
+
     tab = Table(title=f"notebook parameters ({entry.notebook_path.name}); set one with -p name=value")
     for col in ("parameter", "notebook default", "this entry", "meaning"):
         tab.add_column(col, overflow="fold")
     for p in params:
         mine = repr(entry.parameters[p.name]) if p.name in entry.parameters else (
-            "set by benchbook reproduce" if p.name in passed else "-")
+            "set by benchbook reproduce" if p.name in INJECTED_PARAMETERS else "-")
         tab.add_row(p.name, escape(p.default), escape(mine), escape(p.meaning))
     for name in sorted(set(entry.parameters) - {p.name for p in params}):
         tab.add_row(name, "-", escape(repr(entry.parameters[name])), "(not a parameter of the notebook)")
@@ -296,8 +247,16 @@ def register(app: typer.Typer) -> None:
         """Rerun a paper figure from its data and compare with the published numbers."""
         from benchbook.reproduce.notebook_params import ParameterError
         from benchbook.reproduce.registry import RegistryError, load_entry, load_registry
+        from benchbook.reproduce.run import reproduce_entries, reproduce_entry
 
         console = _console()
+
+        def progress(step) -> None:
+            _print_progress(step, console)
+
+        def printed(res) -> None:
+            _print_result(res, console)
+
         if sum(bool(x) for x in (figure_id and not show, list_, all_, show)) != 1 or (show and not figure_id):
             console.print("give exactly one of: ID, --show ID, --list, --all")
             raise typer.Exit(EXIT_BAD_USAGE)
@@ -328,11 +287,11 @@ def register(app: typer.Typer) -> None:
                 if show:
                     _show_entry(entry, console)
                     raise typer.Exit(EXIT_REPRODUCED)
-                res = reproduce_entry(entry, runs_dir, overrides, console, dry_run=dry_run)
+                res = reproduce_entry(entry, runs_dir, overrides, dry_run=dry_run, progress=progress)
                 _print_result(res, console)
-                if res["outcome"] == "dry run":
+                if res.outcome == "dry run":
                     raise typer.Exit(EXIT_REPRODUCED)
-                raise typer.Exit(EXIT_CODES[res["outcome"]])
+                raise typer.Exit(EXIT_CODES[res.outcome])
             entries = selected()
         except RegistryError as exc:
             console.print(f"[bold red]registry error[/]: {exc}", highlight=False)
@@ -347,26 +306,18 @@ def register(app: typer.Typer) -> None:
         except EngineError as exc:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
-        if spec.engine == "local":
-            results = []
-            for entry in entries.values():
-                res = reproduce_entry(entry, runs_dir, overrides, console)
-                if res["outcome"] != "skipped":
-                    _print_result(res, console)
-                results.append(res)
-        else:
-            try:
-                results = _reproduce_on_engine(entries, runs_dir, overrides, console, spec)
-            except EngineError as exc:
-                console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
-                raise typer.Exit(EXIT_CANNOT_RUN) from exc
+        try:
+            results = reproduce_entries(entries, runs_dir, overrides, spec, progress=progress, on_result=printed)
+        except EngineError as exc:
+            console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
+            raise typer.Exit(EXIT_CANNOT_RUN) from exc
         _summary(results, console)
-        ran = [r["outcome"] for r in results if r["outcome"] != "skipped"]
+        ran = [r.outcome for r in results if r.outcome != "skipped"]
         worst = max(ran, key=_SEVERITY.index) if ran else "reproduced"
         raise typer.Exit(EXIT_CODES[worst])
 
 
-def _summary(results: list[dict[str, Any]], console) -> None:
+def _summary(results: list, console) -> None:
     from collections import Counter
 
     from rich.table import Table
@@ -375,54 +326,9 @@ def _summary(results: list[dict[str, Any]], console) -> None:
     for col in ("id", "mode", "outcome", "detail", "outputs"):
         table.add_column(col, overflow="fold", no_wrap=col == "id")
     for r in results:
-        table.add_row(r["id"], r["mode"], f"[{_STYLES[r['outcome']]}]{r['outcome']}[/]", r["detail"],
-                      r["run_dir"] or "-")
+        table.add_row(r.id, r.mode, f"[{_STYLES[r.outcome]}]{r.outcome}[/]", r.detail,
+                      str(r.run_dir) if r.run_dir is not None else "-")
     console.print(table)
-    counts = Counter(r["outcome"] for r in results)
-    order = ("reproduced", "partial", "mismatch", "failed", "skipped")
+    counts = Counter(r.outcome for r in results)
+    order = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed", "skipped")
     console.print("outcomes: " + ", ".join(f"{counts[o]} {o}" for o in order if counts[o]), highlight=False)
-
-
-def _reproduce_on_engine(entries, runs_dir: Path | None, overrides: dict[str, Any], console, spec
-                         ) -> list[dict[str, Any]]:
-    """--all on the dask engine: every entry from published data as an analysis task on the cluster (its
-    run installed and recorded by this process, with the engine); then the measuring entries here, one
-    after another, once the cluster is stopped. Results in the entries' order."""
-    from benchbook.engine import open_engine
-    from benchbook.experiment.engine_runs import finish_record, notebook_run_task
-    from benchbook.experiment.record import mark_abandoned
-    from benchbook.experiment.runner import new_run_id
-    from benchbook.paths import RUNS_DIR
-
-    runs = (Path(runs_dir) if runs_dir is not None else RUNS_DIR).resolve()
-    results: dict[str, dict[str, Any]] = {}
-    tasks, finals, pending, measuring = [], {}, {}, []
-    for entry in entries.values():
-        if entry.mode != "published-data":
-            measuring.append(entry)
-            continue
-        result, params, inputs = _prepare_entry(entry, overrides, console)
-        if params is None:
-            results[entry.id] = result
-            continue
-        mark_abandoned(runs / entry.id, noticed_by="benchbook reproduce --all")
-        run_id = new_run_id()
-        finals[entry.id] = runs / entry.id / run_id
-        pending[entry.id] = (entry, result, params)
-        tasks.append(notebook_run_task(entry.id, entry.notebook_path, params, entry.id, runs, run_id, "analysis",
-                                       inputs=tuple(str(p) for p in inputs)))
-    with open_engine(spec) as eng:
-        described = eng.describe()
-        console.print(f"engine: {spec.describe()}, {described['workers']} workers: {len(tasks)} entries from "
-                      f"published data there; {len(measuring)} measuring entries here afterwards", highlight=False)
-        for o in eng.run(tasks):
-            entry, result, params = pending.pop(o.key)
-            run = finish_record(finals[o.key], o, entry.notebook_path, entry.id, params, 0, None, described)
-            results[o.key] = _judge_run(entry, result, finals[o.key], run.status, run.error)
-            _print_result(results[o.key], console)
-    for entry in measuring:
-        res = reproduce_entry(entry, runs_dir, overrides, console)
-        if res["outcome"] != "skipped":
-            _print_result(res, console)
-        results[entry.id] = res
-    return [results[e] for e in entries]

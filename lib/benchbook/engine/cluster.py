@@ -26,8 +26,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import dask
+from distributed import Client, LocalCluster, as_completed, get_worker
+from distributed.deploy.ssh import SSHCluster
+from distributed.scheduler import KilledWorker
+
 from benchbook.engine.local import environment_versions, error_text
+from benchbook.engine.options import EngineSpec, security_from_env
 from benchbook.engine.tasks import EngineError, Outcome, Task, run_task
+from benchbook.testbed.inventory import Inventory
 
 DEFAULT_ALLOWED_FAILURES = 3      # worker losses a task may see before it ends as KilledWorker
 DEFAULT_CONNECT_TIMEOUT_S = 60.0
@@ -35,8 +42,6 @@ DEFAULT_CONNECT_TIMEOUT_S = 60.0
 
 def run_on_worker(task: Task) -> tuple[Any, str]:
     """What a worker runs: the task, and the worker's address (recorded in the Outcome)."""
-    from distributed import get_worker
-
     try:
         where = get_worker().address
     except ValueError:
@@ -47,6 +52,13 @@ def run_on_worker(task: Task) -> tuple[Any, str]:
 class DaskEngine:
     name = "dask"
 
+    @classmethod
+    def from_spec(cls, spec: EngineSpec, **options: Any) -> DaskEngine:
+        """The engine registered as "dask" (benchbook.engine.options.ENGINES): the spec's scheduler or ssh
+        inventory (else a local cluster), TLS from BENCHBOOK_TLS_* unless ``security`` is given."""
+        options.setdefault("security", security_from_env())
+        return cls(scheduler=spec.scheduler, ssh_inventory=spec.ssh_inventory, **options)
+
     def __init__(self, *, scheduler: str | None = None, ssh_inventory: str | os.PathLike | None = None,
                  n_workers: int | None = None, security: Any = None,
                  allowed_failures: int = DEFAULT_ALLOWED_FAILURES, worker_ttl_s: float | None = None,
@@ -55,8 +67,6 @@ class DaskEngine:
             raise EngineError("give either a scheduler address or an ssh inventory, not both")
         if scheduler and not re.match(r"^(tcp|tls|inproc)://\S+$", scheduler):
             raise EngineError(f"scheduler {scheduler!r}: expected tcp://HOST:PORT or tls://HOST:PORT")
-        import dask
-        from distributed import Client
 
         self._stack = ExitStack()
         self.allowed_failures = int(allowed_failures)
@@ -71,14 +81,10 @@ class DaskEngine:
                 self.cluster = None
                 address: Any = scheduler
             elif ssh_inventory:
-                from distributed.deploy.ssh import SSHCluster
-
                 args = ssh_cluster_arguments(ssh_inventory, remote_python=remote_python)
                 self.cluster = self._stack.enter_context(SSHCluster(**args, security=security))
                 address = self.cluster
             else:
-                from distributed import LocalCluster
-
                 self.cluster = self._stack.enter_context(LocalCluster(
                     n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                     host="127.0.0.1", scheduler_port=0, dashboard_address=None, security=security,
@@ -122,9 +128,6 @@ class DaskEngine:
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Submit every task, yield Outcomes as tasks finish (any order). A finished task's future is
         released before its Outcome is yielded."""
-        from distributed import as_completed
-        from distributed.scheduler import KilledWorker
-
         keys = [t.key for t in tasks]
         if len(set(keys)) != len(keys):
             raise EngineError("dask engine: task keys must be unique")
@@ -178,8 +181,6 @@ def ssh_cluster_arguments(inventory: str | os.PathLike, remote_python: str | Non
     worker on every host; asyncssh logs in with each host's user, port and identity_file and checks host
     keys against the inventory's UserKnownHostsFile (else ~/.ssh/known_hosts; never trust-on-first-use).
     Every host must run this Python (``remote_python``, default this interpreter's path) with benchbook."""
-    from benchbook.testbed.inventory import Inventory
-
     inv = Inventory.from_toml(Path(inventory))
     known = inv.known_hosts or known_hosts_file(inv.ssh_options) or os.path.expanduser("~/.ssh/known_hosts")
     if not Path(known).is_file():

@@ -7,14 +7,13 @@ import platform
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from benchbook import __version__
 from benchbook.engine.tasks import Outcome, Task, run_task
 
 
 def environment_versions() -> dict[str, str]:
     """Versions that must agree between the client and every worker: Python, benchbook, dask, distributed
     (the last two "absent" where not installed)."""
-    from benchbook import __version__
-
     out = {"python": platform.python_version(), "benchbook": __version__}
     for name in ("dask", "distributed"):
         try:
@@ -32,6 +31,12 @@ def error_text(exc: BaseException) -> str:
 
 class LocalEngine:
     name = "local"
+
+    @classmethod
+    def from_spec(cls, spec: Any, **options: Any) -> LocalEngine:
+        """The engine registered as "local" (benchbook.engine.options.ENGINES); ``options`` are the Dask
+        engine's, a local engine has none."""
+        return cls()
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Run each task here; a task's exception becomes a failed Outcome (KeyboardInterrupt stops)."""

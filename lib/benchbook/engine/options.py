@@ -12,7 +12,7 @@ TLS: when BENCHBOOK_TLS_CA_FILE, BENCHBOOK_TLS_CERT and BENCHBOOK_TLS_KEY name P
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,13 @@ from typing import Any
 import typer
 
 from benchbook.engine.tasks import EngineError
+from benchbook.plugins import Registry
 
-ENGINES = ("local", "dask")
+# name -> a factory (spec, **options) -> engine, or "module:attribute" of one; an engine loads only when chosen
+ENGINES: Registry[Callable[..., Any]] = Registry("engine", {
+    "local": "benchbook.engine.local:LocalEngine.from_spec",
+    "dask": "benchbook.engine.cluster:DaskEngine.from_spec",
+})
 TLS_ENV = ("BENCHBOOK_TLS_CA_FILE", "BENCHBOOK_TLS_CERT", "BENCHBOOK_TLS_KEY")
 
 ENGINE_OPTION: Any = typer.Option(None, "--engine", help="where tasks run: local (this process, serially; "
@@ -75,7 +80,7 @@ def security_from_env(environ: dict[str, str] | None = None) -> Any:
     for k, v in given.items():
         if not Path(v).is_file():
             raise EngineError(f"TLS: {k}={v}: no such file")
-    from distributed.security import Security
+    from distributed.security import Security  # noqa: PLC0415 heavy; the CLI imports options
 
     ca, cert, key = (given[k] for k in TLS_ENV)
     return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
@@ -85,15 +90,7 @@ def security_from_env(environ: dict[str, str] | None = None) -> Any:
 @contextmanager
 def open_engine(spec: EngineSpec, **dask_options: Any) -> Iterator[Any]:
     """The engine of ``spec``, closed (its local or ssh cluster stopped) when the block ends."""
-    if spec.engine == "local":
-        from benchbook.engine.local import LocalEngine
-
-        engine: Any = LocalEngine()
-    else:
-        from benchbook.engine.cluster import DaskEngine
-
-        dask_options.setdefault("security", security_from_env())
-        engine = DaskEngine(scheduler=spec.scheduler, ssh_inventory=spec.ssh_inventory, **dask_options)
+    engine = ENGINES.get(spec.engine)(spec, **dask_options)
     try:
         yield engine
     finally:

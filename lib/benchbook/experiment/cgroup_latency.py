@@ -62,12 +62,14 @@ from benchbook.testbed.backends import Backend, backend_names, get_backend
 from benchbook.testbed.capabilities import NotRunnable
 from benchbook.testbed.names import new_token
 from benchbook.testbed.plan import DRY_RUN_DIR, DRY_RUN_TOKEN, RUNTIME_VALUES, Measurement
+from benchbook.tools import loadgen
 from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
-ID_OFFSET = 42
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+# the packet id bb-loadgen writes into every frame
+LOADGEN_ID = IdKey(offset=loadgen.ID_OFFSET, width=loadgen.ID_WIDTH, byteorder=loadgen.ID_BYTEORDER)
 
 
 class MeasurementFailed(BenchbookError, RuntimeError):
@@ -230,7 +232,7 @@ def point_statistics(p: dict[str, Any]) -> list[Statistic]:
 def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
     """Match pre/post of one point (pure function of the raw files; re-runnable offline); the latencies go to
     ``out_parquet`` (default: latencies.parquet beside the captures)."""
-    res = match_captures(d / "pre.pcap", d / "post.pcap", key=IdKey(offset=ID_OFFSET, width=8, byteorder="big"),
+    res = match_captures(d / "pre.pcap", d / "post.pcap", key=LOADGEN_ID,
                          out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
     return {
@@ -462,10 +464,6 @@ def _drops(cap: dict[str, Any], sent: int | None) -> int | None:
     if sent is not None:
         drops = max(drops, sent - got)
     return drops
-
-
-def load_result(output_dir: Path | str) -> dict[str, Any]:
-    return json.loads((Path(output_dir) / RESULT_FILE).read_text())
 
 
 # -------------------------------------------------------------------------------------------------

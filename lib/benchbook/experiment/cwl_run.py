@@ -18,11 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.record import write_record
 from benchbook.experiment.runner import RunResult, copy_environment_files, new_run_id, now_iso
 from benchbook.paths import RUNS_DIR
+from benchbook.provenance.checksums import file_entry, hash_tree, sha256_file
+from benchbook.provenance.cwl_crate import CrateConversionError, convert
+from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
+from benchbook.testbed.inventory import Inventory
 from benchbook.testbed.ssh_host import SshHost
 from benchbook.tools.host import CommandError, CommandLog, CommandResult, LocalHost, run_logged
 
@@ -45,18 +51,12 @@ class RemoteTarget:
     ready_timeout_s: float = READY_TIMEOUT_S
 
     def host(self, log: CommandLog) -> SshHost:
-        from benchbook.testbed.inventory import Inventory
-
         return Inventory.from_toml(self.inventory).ssh_host(self.role, log=log)
 
     def workdir(self) -> str:
-        from benchbook.testbed.inventory import Inventory
-
         return Inventory.from_toml(self.inventory).role(self.role).workdir
 
     def describe(self) -> dict[str, Any]:
-        from benchbook.testbed.inventory import Inventory
-
         inv = Inventory.from_toml(self.inventory)
         h = inv.role(self.role)
         return {"inventory": str(self.inventory), "role": self.role, "name": h.name, "address": h.address,
@@ -64,8 +64,6 @@ class RemoteTarget:
 
 
 def _load_job(job: Path) -> dict[str, Any]:
-    import yaml
-
     try:
         data = yaml.safe_load(Path(job).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -84,10 +82,6 @@ def run_workflow(workflow: Path, job: Path, *, runs_dir: Path | None = None, exp
     With ``remote`` cwltool runs on that host over ssh (see :class:`RemoteTarget`): the workflow's folder, the
     job and every file it names are copied into a fresh work directory there, and outputs/ and provenance/
     are copied back before the crate is made here."""
-    from benchbook.provenance.checksums import file_entry, hash_tree, sha256_file
-    from benchbook.provenance.cwl_crate import CrateConversionError, convert
-    from benchbook.provenance.environment import ANALYSIS_MANIFEST, environment_description
-
     workflow, job = Path(workflow).resolve(), Path(job).resolve()
     for what, p in (("workflow", workflow), ("job", job)):
         if not p.is_file():

@@ -16,6 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchbook.engine import Task
+from benchbook.experiment.record import RunRecordError, mark_abandoned, read_record, write_record
+from benchbook.experiment.runner import RunResult, new_run_id, now_iso, run_notebook
+from benchbook.provenance.checksums import hash_tree, sha256_file
+
 CLAIMS_DIR = ".claims"
 
 
@@ -23,8 +28,6 @@ def notebook_task(notebook: str, parameters: dict[str, Any], experiment: str, ru
                   repetition: int = 0, sweep: dict[str, Any] | None = None, inputs: tuple[str, ...] = ()
                   ) -> dict[str, Any]:
     """What a worker runs: the notebook into ``<runs>/<experiment>/<run id>``."""
-    from benchbook.experiment.runner import run_notebook
-
     run_dir = Path(runs_dir) / experiment / run_id
     result = run_notebook(Path(notebook), parameters, experiment, runs_dir=Path(runs_dir), run_id=run_id,
                           repetition=repetition, sweep=sweep, run_dir=run_dir, inputs=[Path(p) for p in inputs])
@@ -36,8 +39,6 @@ def notebook_run_task(key: str, notebook: Path, parameters: dict[str, Any], expe
                       inputs: tuple[str, ...] = ()) -> Any:
     """The engine Task of one notebook run (``kind``: "measurement" for sweep points, "analysis" for runs
     over published data; both start at most once)."""
-    from benchbook.engine import Task
-
     return Task(key, notebook_task, (str(notebook), parameters, experiment, str(runs_dir), run_id, repetition,
                                      sweep, inputs), kind=kind,  # type: ignore[arg-type]
                 claim=runs_dir / experiment / CLAIMS_DIR / run_id)
@@ -48,9 +49,6 @@ def run_points_on_engine(engine: Any, notebook: Path, experiment: str, runs_dir:
                          on_done: Callable[[dict[str, Any], Any], None]) -> None:
     """Run the ``todo`` points of ``manifest`` on ``engine``; ``save()`` writes sweep.json, ``on_done(point,
     RunResult)`` is called as each point ends (any order)."""
-    from benchbook.experiment.record import mark_abandoned
-    from benchbook.experiment.runner import new_run_id
-
     runs_dir = Path(runs_dir).resolve()
     mark_abandoned(runs_dir / experiment, noticed_by=f"sweep on engine {engine.name}")
     described = engine.describe()
@@ -83,10 +81,6 @@ def finish_record(run_dir: Path, o: Any, notebook: Path, experiment: str, parame
                   repetition: int, sweep: dict[str, Any] | None, described: dict[str, Any]) -> Any:
     """The client's run record of a finished task: the worker's record with the engine that ran it; for a
     failed task, a failed record (the worker's, or a new one when it left none) naming the cause."""
-    from benchbook.experiment.record import RunRecordError, read_record, write_record
-    from benchbook.experiment.runner import RunResult, now_iso
-    from benchbook.provenance.checksums import hash_tree, sha256_file
-
     engine = dict(described, worker=o.worker)
     try:
         record = read_record(run_dir)

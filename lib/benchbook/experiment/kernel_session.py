@@ -16,10 +16,13 @@ code the session sends (they must stay importable without papermill).
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
 import sys
+import sysconfig
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +33,6 @@ _SNAPSHOT: dict[str, Any] = {}
 def _library_roots() -> tuple[str, ...]:
     """Directories whose modules stay loaded between points: the interpreter's and the installed
     packages' (including an editable benchbook)."""
-    import sysconfig
-
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              str(Path(__file__).resolve().parents[1])}
     roots.update(p for p in sysconfig.get_paths().values() if p)
@@ -40,9 +41,6 @@ def _library_roots() -> tuple[str, ...]:
 
 def kernel_snapshot() -> None:
     """Kernel side: remember the fresh kernel's process state, once, right after it started."""
-    import logging
-    import warnings
-
     _SNAPSHOT.update(
         cwd=os.getcwd(),
         path=list(sys.path),
@@ -53,15 +51,12 @@ def kernel_snapshot() -> None:
         root_level=logging.getLogger().level,
         roots=_library_roots(),
     )
-    from benchbook.figures.export import keep_browser_open
+    from benchbook.figures.export import keep_browser_open  # noqa: PLC0415 kernel side: the session needs no plotly
 
     keep_browser_open()
 
 
 def _restore_process_state() -> None:
-    import logging
-    import warnings
-
     sys.path[:] = _SNAPSHOT["path"]
     if dict(os.environ) != _SNAPSHOT["environ"]:
         os.environ.clear()
@@ -83,8 +78,6 @@ def _restore_process_state() -> None:
 
 def kernel_begin_point(run_dir: str) -> None:
     """Kernel side: a fresh kernel's state, working in ``run_dir``."""
-    import gc
-
     shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 (an IPython builtin in the kernel)
     _restore_process_state()
     shell.reset(new_session=True)
@@ -134,7 +127,7 @@ class KernelSession:
         self.close(now=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
     def _run(self, coroutine_function, *args, **kwargs):
-        from jupyter_core.utils import run_sync
+        from jupyter_core.utils import run_sync  # noqa: PLC0415 session side only (docstring)
 
         return run_sync(coroutine_function)(*args, **kwargs)
 
@@ -147,7 +140,7 @@ class KernelSession:
         jupyter_client gives it JPY_PARENT_PID, which ipykernel watches.)"""
         if self.km is not None:
             return
-        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_client.manager import AsyncKernelManager  # noqa: PLC0415 session side only (docstring)
 
         self.km = AsyncKernelManager(kernel_name=self.kernel_name)
         # as nbclient starts kernels: in-memory history, and ipykernel's unencrypted-TCP warning silenced
@@ -223,9 +216,9 @@ _ENGINE_NAME = "benchbook-kernel-session"
 def _register_engine() -> None:
     """A papermill engine that executes in a KernelSession's kernel instead of starting one: papermill
     still parameterises the notebook, records cell timings and errors and writes the executed copy."""
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.utils import merge_kwargs, remove_args
+    from papermill.clientwrap import PapermillNotebookClient  # noqa: PLC0415 session side only (docstring)
+    from papermill.engines import NBClientEngine, papermill_engines  # noqa: PLC0415 session side only (docstring)
+    from papermill.utils import merge_kwargs, remove_args  # noqa: PLC0415 session side only (docstring)
 
     if _ENGINE_NAME in papermill_engines._engines:
         return

@@ -14,6 +14,8 @@ from typing import Any
 
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
+from benchbook.provenance.checksums import hash_tree
+from benchbook.testbed.state import process_alive, process_start_ticks
 
 SCHEMA_PATH = Path(__file__).with_name("run.schema.json")
 SCHEMA_VERSION = 1
@@ -31,7 +33,7 @@ def schema() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _validator():
-    import jsonschema
+    import jsonschema  # noqa: PLC0415 heavy; notebooks import this module
 
     cls = jsonschema.validators.validator_for(schema())
     cls.check_schema(schema())
@@ -123,8 +125,6 @@ def _boot_id() -> str | None:
 def record_owner() -> dict[str, Any]:
     """The process writing a run record ("owner" in run.json): host, boot, pid and the pid's start time,
     so that a record left "running" by a process that is gone can be told from one still in progress."""
-    from benchbook.testbed.state import process_start_ticks
-
     return {"host": socket.gethostname(), "boot_id": _boot_id(), "pid": os.getpid(),
             "start_ticks": process_start_ticks(os.getpid())}
 
@@ -132,8 +132,6 @@ def record_owner() -> dict[str, Any]:
 def owner_gone(record: dict[str, Any]) -> bool:
     """True when the record's owner was a process on this host that no longer runs (another boot, or
     the pid is gone or belongs to a later process). Records of other hosts or without an owner: False."""
-    from benchbook.testbed.state import process_alive
-
     owner = record.get("owner")
     if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
         return False
@@ -146,8 +144,6 @@ def mark_abandoned(experiment_dir: Path, noticed_by: str = "") -> list[Path]:
     """Rewrite every record under ``experiment_dir`` left "running" by a process that is gone (killed,
     e.g. by SIGKILL, or the machine stopped) as "interrupted", with that reason and the outputs it left
     (SHA-256 of every file; nothing is deleted). Returns the run directories rewritten."""
-    from benchbook.provenance.checksums import hash_tree
-
     marked = []
     for run_dir in iter_run_dirs(experiment_dir):
         try:  # a cheap look first: only records still "running" are read and validated in full

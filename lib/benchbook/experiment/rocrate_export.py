@@ -13,8 +13,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rocrate.model.computerlanguage import ComputerLanguage
+from rocrate.model.contextentity import ContextEntity
+from rocrate.rocrate import ROCrate
+
 from benchbook.atomic_write import json_safe
-from benchbook.experiment.record import read_record
+from benchbook.experiment.record import iter_run_dirs, read_record
 
 PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",
@@ -37,10 +41,6 @@ def _param_type(value: Any) -> str:
 
 def export_run(run_dir: Path, out_dir: Path) -> Path:
     """Write the crate for ``run_dir`` into ``out_dir`` (created; must be empty or absent)."""
-    from rocrate.model.computerlanguage import ComputerLanguage
-    from rocrate.model.contextentity import ContextEntity
-    from rocrate.rocrate import ROCrate
-
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     record = json_safe(read_record(run_dir))  # NaN/infinity of older records as strings: valid JSON
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -147,8 +147,6 @@ def export_run(run_dir: Path, out_dir: Path) -> Path:
 
 def newest_run(experiment_dir: Path) -> Path:
     """The newest complete run under an experiment directory (by start time)."""
-    from benchbook.experiment.record import iter_run_dirs
-
     best: tuple[str, Path] | None = None
     for d in iter_run_dirs(experiment_dir):
         rec = read_record(d)

@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.experiment.record import mark_abandoned, record_owner, write_record
-from benchbook.paths import RUNS_DIR
+from benchbook.paths import REPO_ROOT, RUNS_DIR
+from benchbook.provenance.checksums import file_entry, hash_tree, sha256_file, tree_entry
+from benchbook.provenance.environment import (
+    ANALYSIS_MANIFEST,
+    CHANNELS_FILE,
+    TESTBED_MANIFEST,
+    environment_description,
+    git_state,
+)
+from benchbook.provenance.fingerprint import host_fingerprint
 
 if TYPE_CHECKING:
     from benchbook.experiment.kernel_session import KernelSession
@@ -93,8 +102,6 @@ def new_run_id(tag: str | None = None) -> str:
 def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[Path]) -> tuple[list[dict], list[str]]:
     """The notebook, every parameter that names an existing file or directory, and ``extra`` paths
     (a directory is one entry whose SHA-256 covers every file in it, see checksums.tree_entry)."""
-    from benchbook.provenance.checksums import file_entry, tree_entry
-
     entries = [file_entry(notebook, role="notebook")]
     warnings: list[str] = []
     candidates: list[tuple[str, Path]] = []
@@ -106,7 +113,6 @@ def _input_entries(notebook: Path, parameters: dict[str, Any], extra: Iterable[P
                 if p.exists():
                     candidates.append((f"parameter:{name}", p))
     candidates += [("input", Path(p)) for p in extra]
-    from benchbook.paths import REPO_ROOT
 
     too_wide = {Path("/"), Path.home().resolve(), REPO_ROOT.resolve(), Path.cwd().resolve()}
     for role, p in candidates:
@@ -159,8 +165,6 @@ def _fold_notebook_files(run_dir: Path, record: dict[str, Any]) -> None:
 
 
 def copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, str]:
-    from benchbook.provenance.environment import CHANNELS_FILE
-
     copied: dict[str, str] = {}
     if CHANNELS_FILE.is_file():
         shutil.copyfile(CHANNELS_FILE, run_dir / "channels.scm")
@@ -174,8 +178,6 @@ def copy_environment_files(run_dir: Path, manifest: Path | None) -> dict[str, st
 
 def default_manifest(parameters: dict[str, Any]) -> Path:
     """The testbed manifest for measuring notebooks (a ``backend`` of local/testbed/ssh), else analysis."""
-    from benchbook.provenance.environment import ANALYSIS_MANIFEST, TESTBED_MANIFEST
-
     backend = str(parameters.get("backend", "")).lower()
     return TESTBED_MANIFEST if backend in {"local", "testbed", "ssh"} else ANALYSIS_MANIFEST
 
@@ -195,6 +197,66 @@ def notebook_error(exc: BaseException) -> str:
         return f"{where} raised {ename}: {evalue[0] if evalue else ''}".rstrip(": ")
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def begin_record(run_dir: Path, notebook: Path, parameters: dict[str, Any], experiment: str, run_id: str, *,
+                 repetition: int = 0, sweep: dict[str, Any] | None = None,
+                 capabilities: Iterable[dict[str, Any]] = (), abandoned: Iterable[Path] = (),
+                 inputs: Iterable[Path] = (), manifest: Path | None = None,
+                 fingerprint: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """The record of a run starting in ``run_dir``: written first as it stands (status "running", with its
+    owner), so that a kill while the provenance is gathered is still visible; then again with the host
+    fingerprint, the environment files, the inputs and the git state. ``extra`` are further record fields."""
+    user_params = dict(parameters)
+    record: dict[str, Any] = {
+        "schema_version": 1,
+        "id": run_id,
+        "experiment": experiment,
+        "notebook": str(notebook),
+        "notebook_sha256": sha256_file(notebook),
+        "executed_notebook": notebook.name,
+        "parameters": user_params,
+        "repetition": int(repetition),
+        "sweep": sweep,
+        "status": "running",
+        "owner": record_owner(),
+        "start": now_iso(),
+        "end": None,
+        "duration_s": None,
+        "error": None,
+        "environment": environment_description(),
+        "inputs": [],
+        "outputs": [],
+        "metrics": {},
+        "capabilities": [dict(c) for c in capabilities],
+        "environment_files": {},
+        "warnings": [f"run {d.name} of this experiment was left running by a process that is gone: recorded as "
+                     f"interrupted" for d in abandoned],
+        **extra,
+    }
+    write_record(run_dir, record)
+    record["host"] = fingerprint if fingerprint is not None else host_fingerprint()
+    record["environment_files"] = copy_environment_files(run_dir, manifest or default_manifest(user_params))
+    record["inputs"], input_warnings = _input_entries(notebook, user_params, inputs)
+    record["warnings"].extend(input_warnings)
+    record["environment"].update(git_state(read_paths=[e["path"] for e in record["inputs"]]))
+    write_record(run_dir, record)
+    return record
+
+
+def end_record(run_dir: Path, record: dict[str, Any], status: str, error: str | None, started_s: float,
+               outputs: list[dict[str, Any]] | None = None) -> None:
+    """Finish ``record`` (from begin_record) and write it: the notebook's metrics.json and capabilities.json
+    folded in, every output hashed (unless ``outputs`` gives them), the status and error, and unless the status
+    is still "running" the end and the duration (from ``started_s``, time.monotonic)."""
+    _fold_notebook_files(run_dir, record)
+    record["outputs"] = outputs if outputs is not None else hash_tree(run_dir, skip=("run.json",))
+    record["status"] = status
+    if status != "running":
+        record["end"] = now_iso()
+        record["duration_s"] = round(time.monotonic() - started_s, 3)
+    record["error"] = error
+    write_record(run_dir, record)
 
 
 def run_notebook(
@@ -228,11 +290,7 @@ def run_notebook(
     other record is touched (the client looks for abandoned runs itself and rewrites this run's record).
     """
     _defer_iri_grammar()
-    import papermill as pm
-
-    from benchbook.provenance.checksums import hash_tree, sha256_file
-    from benchbook.provenance.environment import environment_description, git_state
-    from benchbook.provenance.fingerprint import host_fingerprint
+    import papermill as pm  # noqa: PLC0415 after _defer_iri_grammar; notebooks import this module
 
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
@@ -248,43 +306,12 @@ def run_notebook(
     run_dir.mkdir(parents=True, exist_ok=False)
     (run_dir / "raw").mkdir()
     (run_dir / "analysis").mkdir()
-    user_params = dict(parameters)
     params = dict(parameters)
     params["output_dir"] = str(run_dir)
     started = time.monotonic()
-    record: dict[str, Any] = {
-        "schema_version": 1,
-        "id": run_id,
-        "experiment": experiment,
-        "notebook": str(notebook),
-        "notebook_sha256": sha256_file(notebook),
-        "executed_notebook": notebook.name,
-        "parameters": user_params,
-        "repetition": int(repetition),
-        "sweep": sweep,
-        "status": "running",
-        "owner": record_owner(),
-        "start": now_iso(),
-        "end": None,
-        "duration_s": None,
-        "error": None,
-        "environment": environment_description(),
-        "inputs": [],
-        "outputs": [],
-        "metrics": {},
-        "capabilities": [dict(c) for c in capabilities],
-        "environment_files": {},
-        "warnings": [f"run {d.name} of this experiment was left running by a process that is gone: recorded as "
-                     f"interrupted" for d in abandoned],
-    }
-    write_record(run_dir, record)
-    # Provenance that takes a moment comes after the first record, so a kill here is still visible.
-    record["host"] = fingerprint if fingerprint is not None else host_fingerprint()
-    record["environment_files"] = copy_environment_files(run_dir, manifest or default_manifest(user_params))
-    record["inputs"], input_warnings = _input_entries(notebook, user_params, inputs)
-    record["warnings"].extend(input_warnings)
-    record["environment"].update(git_state(read_paths=[e["path"] for e in record["inputs"]]))
-    write_record(run_dir, record)
+    record = begin_record(run_dir, notebook, parameters, experiment, run_id, repetition=repetition, sweep=sweep,
+                          capabilities=capabilities, abandoned=abandoned, inputs=inputs, manifest=manifest,
+                          fingerprint=fingerprint)
     executed = run_dir / notebook.name
     error: str | None = None
     interrupted: BaseException | None = None
@@ -312,13 +339,7 @@ def run_notebook(
         record["traceback"] = traceback.format_exc(limit=5)
     if kernel is not None and interrupted is None:
         kernel.end_point()
-    _fold_notebook_files(run_dir, record)
-    record["outputs"] = hash_tree(run_dir, skip=("run.json",))
-    record["status"] = status
-    record["end"] = now_iso()
-    record["duration_s"] = round(time.monotonic() - started, 3)
-    record["error"] = error
-    write_record(run_dir, record)
+    end_record(run_dir, record, status, error, started)
     if interrupted is not None:
         raise interrupted
     return RunResult(run_dir=run_dir, status=status, record=record, error=error)

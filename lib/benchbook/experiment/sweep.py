@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import math
 import random
 import secrets
 import shutil
@@ -21,11 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
+from benchbook.experiment.engine_runs import run_points_on_engine
+from benchbook.experiment.kernel_session import KernelSession
 from benchbook.experiment.lock import ExperimentLock
 from benchbook.experiment.record import RunRecordError, read_record, write_record
+from benchbook.experiment.runner import new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
+from benchbook.provenance.checksums import sha256_file
+from benchbook.provenance.fingerprint import host_fingerprint
 
 SWEEP_NAME = "sweep.json"
 ATTEMPTS_DIR = ".attempts"
@@ -41,8 +50,6 @@ def parse_value(text: str) -> Any:
     'null' -> None, '"a,b"' -> 'a,b', '[1,2]' -> [1, 2], '{"k": 1}'), 'none'/'True'/'False' as
     Python spells them, anything else the string itself. NaN and infinities are refused (JSON
     cannot hold them)."""
-    import json
-
     stripped = text.strip()
     low = stripped.lower()
     if low.lstrip("+-") in ("nan", "inf", "infinity"):
@@ -69,8 +76,6 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _has_nonfinite(value: Any) -> bool:
-    import math
-
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, list):
@@ -242,11 +247,6 @@ def run_sweep(
     With ``shared_kernel`` the points run one after another in one kernel, reset to a fresh
     kernel's state before each (benchbook.experiment.kernel_session); without it each point
     starts its own kernel."""
-    from benchbook.experiment.kernel_session import KernelSession
-    from benchbook.experiment.runner import new_run_id, run_notebook
-    from benchbook.provenance.checksums import sha256_file
-    from benchbook.provenance.fingerprint import host_fingerprint
-
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise SweepError(f"{notebook}: notebook not found")
@@ -309,8 +309,6 @@ def run_sweep(
         fingerprint = host_fingerprint() if todo else None
         bar = _Bar(len(manifest["points"]), len(outcome.skipped), enabled=progress)
         if engine is not None:  # points as measurement tasks on an engine (benchbook.experiment.engine_runs)
-            from benchbook.experiment.engine_runs import run_points_on_engine
-
             def save() -> None:
                 manifest["updated"] = _now()
                 write_json_atomic(mpath, manifest)
@@ -368,15 +366,6 @@ class _Bar:
     def __init__(self, total: int, done: int, enabled: bool) -> None:
         self.progress = None
         if enabled and total:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
 
             self.progress = Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),

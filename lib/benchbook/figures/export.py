@@ -15,6 +15,7 @@ measured something never fails on its pictures.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -31,7 +32,6 @@ _ALIASES = {"jpg": "jpeg", "htm": "html"}
 _BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 # Where `plotly.min.js` lives relative to HTML files written with html_plotlyjs="directory".
-PLOTLYJS_FILENAME = "plotly.min.js"
 
 
 def find_browser() -> str | None:
@@ -49,7 +49,7 @@ def find_browser() -> str | None:
 def static_export_status() -> tuple[bool, str]:
     """(True, browser path) if static export can be attempted here, else (False, reason)."""
     try:
-        import kaleido  # noqa: F401
+        import kaleido  # noqa: F401,PLC0415 the probe: is kaleido importable here
     except ImportError as exc:  # pragma: no cover - kaleido is in the lock
         return False, f"kaleido not importable ({exc})"
     browser = find_browser()
@@ -72,9 +72,7 @@ def keep_browser_open() -> None:
 
 
 def _start_kept_browser(timeout_s: float) -> None:
-    import atexit
-
-    import kaleido
+    import kaleido  # noqa: PLC0415 kaleido is heavy; only static export needs it
 
     kaleido.start_sync_server(timeout=timeout_s, mathjax=False, silence_warnings=True)
     atexit.register(kaleido.stop_sync_server, silence_warnings=True)
@@ -88,7 +86,7 @@ def export_session(timeout_s: float = 90.0) -> Iterator[None]:
     if not ok:
         yield
         return
-    import kaleido
+    import kaleido  # noqa: PLC0415 kaleido is heavy; only static export needs it
 
     kaleido.start_sync_server(timeout=timeout_s, mathjax=False, silence_warnings=True)
     try:
@@ -159,7 +157,7 @@ def _write_static(
     ok, why = static_export_status()
     if not ok:
         return {f: f"unavailable: {why}" for f in fmts}
-    import kaleido
+    import kaleido  # noqa: PLC0415 kaleido is heavy; only static export needs it
 
     w = width or fig.layout.width or DEFAULT_WIDTH
     h = height or fig.layout.height or DEFAULT_HEIGHT

@@ -24,11 +24,21 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import yaml
+from rdflib import Graph, Literal, Namespace
+from rdflib.namespace import RDF, RDFS
+
+from benchbook.analysis.hlog_merge import pair_name_problem
 from benchbook.errors import BenchbookError
 from benchbook.paths import REPO_ROOT
+from benchbook.provenance.checksums import sha256_file
+from benchbook.provenance.environment import guix_channel_commit
+from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
+from benchbook.provenance.scheme import SchemeSyntaxError, manifest_specifications, split_spec
 
 CWL_VERSION = "v1.2"
 NAMESPACE = "https://benchbook.invalid/cwl#"
@@ -60,11 +70,6 @@ class PinnedEnvironment:
 def pinned_environment(root: Path = REPO_ROOT) -> PinnedEnvironment:
     """The pinned environment of the checkout at ``root``: channels.scm, manifests/analysis.scm, the Guix
     index of the pinned commit (versions) and manifests/requirements.lock (SHA-256)."""
-    from benchbook.provenance.checksums import sha256_file
-    from benchbook.provenance.environment import guix_channel_commit
-    from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
-    from benchbook.provenance.scheme import SchemeSyntaxError, manifest_specifications, split_spec
-
     root = Path(root)
     channels = root / "channels.scm"
     manifest = root / "manifests" / "analysis.scm"
@@ -89,9 +94,7 @@ def pinned_environment(root: Path = REPO_ROOT) -> PinnedEnvironment:
     if not lock.is_file():
         raise CwlExportError(f"{lock}: no pip lock (expected the hashed lock benchbook's Python packages come from)")
     try:
-        from importlib.metadata import version
-
-        bb_version = version("benchbook")
+        bb_version = metadata.version("benchbook")
     except Exception:  # running from the tree without an installed distribution
         bb_version = "unknown"
     return PinnedEnvironment(
@@ -336,14 +339,14 @@ def notebook_tool(hints: list[dict[str, Any]]) -> dict[str, Any]:
     args: list[Any] = []
     position = 10
     for name, value in (("figure_id", "$(inputs.figure_id)"), ("paper_dir", "$(inputs.paper_dir.path)"),
-                        ("registry_dir", "$(inputs.paper_dir.path)"), ("output_dir", "$(runtime.outdir)/output")):
+                        ("output_dir", "$(runtime.outdir)/output")):
         for token in ("-p", name, value):
             args.append({"position": position, "valueFrom": token})
             position += 1
     return _tool(
         ["papermill"], "a paper notebook executed by papermill",
-        "Executes NOTEBOOK with the parameters benchbook reproduce passes (figure_id, paper_dir, registry_dir = "
-        "the paper folder, output_dir = output/) plus a YAML file of further parameters; writes the executed "
+        "Executes NOTEBOOK with the parameters benchbook reproduce passes (figure_id, paper_dir = the paper "
+        "folder, output_dir = output/) plus a YAML file of further parameters; writes the executed "
         "notebook and everything the notebook writes into output/.",
         {
             "notebook": _input("File", "the notebook (.ipynb)", position=1),
@@ -509,9 +512,6 @@ HINT_FIELDS = {
 
 def vocabulary() -> str:
     """benchbook.ttl: the RDF class of the benchbook:PinnedEnvironment hint and its fields (Turtle)."""
-    from rdflib import Graph, Literal, Namespace
-    from rdflib.namespace import RDF, RDFS
-
     bb = Namespace(NAMESPACE)
     g = Graph()
     g.bind("benchbook", bb)
@@ -528,8 +528,6 @@ def vocabulary() -> str:
 
 def dump(doc: dict[str, Any]) -> str:
     """One document as YAML (keys in the order built), after the cwl-runner shebang line."""
-    import yaml
-
     return SHEBANG + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
 
 
@@ -572,8 +570,6 @@ def read_pairs(path: Path) -> list[CapturePair]:
     """Capture pairs from a CSV file with the columns pre,post,name (a header line naming them first;
     relative paths are relative to the CSV file; names as `benchbook latency --pairs` takes them). Errors name the
     file and line."""
-    from benchbook.analysis.hlog_merge import pair_name_problem
-
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

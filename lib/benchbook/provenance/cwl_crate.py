@@ -38,14 +38,14 @@ def _resource_filename(package: str, path: str) -> str:
 def _bridged() -> Iterator[None]:
     added_module = False
     try:
-        import pkg_resources  # noqa: F401
+        import pkg_resources  # noqa: F401,PLC0415 the probe: is pkg_resources importable
     except ImportError:
         stand_in = types.ModuleType("pkg_resources")
         stand_in.resource_filename = _resource_filename  # type: ignore[attr-defined]
         sys.modules["pkg_resources"] = stand_in
         added_module = True
-    import schema_salad.fetcher as fetcher
-    from cwl_utils.parser import cwl_v1_0, cwl_v1_1, cwl_v1_2
+    import schema_salad.fetcher as fetcher  # noqa: PLC0415 after the pkg_resources stand-in (_bridged)
+    from cwl_utils.parser import cwl_v1_0, cwl_v1_1, cwl_v1_2  # noqa: PLC0415 after the stand-in
 
     aliased = []
     for module in (cwl_v1_0, cwl_v1_1, cwl_v1_2):
@@ -82,7 +82,7 @@ def convert(ro_dir: Path, crate_dir: Path, workflow_name: str | None = None) -> 
     if crate_dir.exists() and any(crate_dir.iterdir()):
         raise CrateConversionError(f"{crate_dir}: exists and is not empty")
     with _bridged():
-        from runcrate.convert import ProvCrateBuilder
+        from runcrate.convert import ProvCrateBuilder  # noqa: PLC0415 after the pkg_resources stand-in (_bridged)
 
         notes = _Notes()
         logger = logging.getLogger("cwlprov")

@@ -10,15 +10,21 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from benchbook.paths import REPO_ROOT
-
-
-def normalize(name: str) -> str:
-    """PEP 503 normalised distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
+from benchbook.provenance.manifests import (
+    EnvFiles,
+    normalize,
+    read_environment_yml,
+    read_lock,
+    read_manifest,
+    read_requirements_in,
+)
+from benchbook.provenance.scheme import channel_commits
 
 
 @dataclass
@@ -30,86 +36,6 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-@dataclass(frozen=True)
-class EnvFiles:
-    root: Path
-
-    @property
-    def requirements_in(self) -> Path: return self.root / "manifests" / "requirements.in"
-    @property
-    def lock(self) -> Path: return self.root / "manifests" / "requirements.lock"
-    @property
-    def environment_yml(self) -> Path: return self.root / "environment.yml"
-    @property
-    def analysis(self) -> Path: return self.root / "manifests" / "analysis.scm"
-    @property
-    def testbed(self) -> Path: return self.root / "manifests" / "testbed.scm"
-    @property
-    def exceptions(self) -> Path: return self.root / "manifests" / "exceptions.toml"
-    @property
-    def channels(self) -> Path: return self.root / "channels.scm"
-
-
-def read_requirements_in(path: Path) -> list[str]:
-    names = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            names.append(normalize(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0]))
-    return names
-
-
-def read_lock(path: Path) -> dict[str, str]:
-    """{normalised name: version} from a hashed pip lock (name==version lines)."""
-    pins: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line or line[0] in " #\t-":
-            continue
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)", line)
-        if not m:
-            raise ValueError(f"{path}: line {lineno}: expected 'name==version', got {line[:60]!r}")
-        pins[normalize(m.group(1))] = m.group(2)
-    return pins
-
-
-def read_environment_yml(path: Path) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
-    """({name: (version, "conda"|"pip")}, whole document)."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "?"
-        raise ValueError(f"{path}: {where}: not valid YAML ({exc})") from None
-    pins: dict[str, tuple[str, str]] = {}
-    for i, dep in enumerate(doc.get("dependencies") or []):
-        if isinstance(dep, dict) and "pip" in dep:
-            for spec in dep["pip"]:
-                m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$", str(spec).strip())
-                if not m:
-                    raise ValueError(f"{path}: pip dependency {spec!r}: expected 'name==version' (exact pin)")
-                pins[normalize(m.group(1))] = (m.group(2), "pip")
-        elif isinstance(dep, str):
-            m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:=+\s*([^\s=]+))?", dep.strip())
-            if not m:
-                raise ValueError(f"{path}: dependency {i + 1} {dep!r}: expected 'name=version'")
-            pins[normalize(m.group(1))] = (m.group(2) or "", "conda")
-        else:
-            raise ValueError(f"{path}: dependency {i + 1}: expected a string or a 'pip:' list")
-    return pins, doc
-
-
-def read_manifest(path: Path) -> dict[str, str | None]:
-    from benchbook.provenance.scheme import manifest_specifications, split_spec
-
-    out: dict[str, str | None] = {}
-    for spec in manifest_specifications(path):
-        name, version = split_spec(spec)
-        out[name] = version
-    return out
 
 
 INTERPRETERS = ("python-next", "python")
@@ -131,7 +57,6 @@ def check_guix_index(root: Path, pinned: str, manifests: dict[str, dict[str, str
     defined there, at the manifest's @version when one is given; the testbed manifest must repeat the
     analysis one; the interpreter must satisfy pyproject's requires-python; a Guix Python package in a
     manifest must build with that interpreter's Python. Returns (problems, index or None)."""
-    from benchbook.provenance.guix_index import GuixIndexError, index_path, read_index
 
     problems: list[str] = []
     path = index_path(root / "manifests", pinned)
@@ -201,8 +126,6 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
         analysis = read_manifest(f.analysis)
         testbed = read_manifest(f.testbed)
         exc_doc = tomllib.loads(f.exceptions.read_text(encoding="utf-8"))
-        from benchbook.provenance.scheme import channel_commits
-
         commits = channel_commits(f.channels)
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
         rep.problems.append(str(exc))
@@ -306,8 +229,6 @@ def check_files(root: Path = REPO_ROOT) -> CheckReport:
 
 def check_running(lock_path: Path) -> CheckReport:
     """Every package of the lock installed at exactly its version in this interpreter."""
-    from importlib import metadata
-
     rep = CheckReport()
     lock = read_lock(lock_path)
     installed = {normalize(d.metadata["Name"]): d.version for d in metadata.distributions() if d.metadata["Name"]}

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from benchbook.paths import MANIFESTS_DIR, REPO_ROOT
 from benchbook.provenance.checksums import sha256_file
+from benchbook.provenance.scheme import channel_commits
 
 LOCK_FILE = MANIFESTS_DIR / "requirements.lock"
 CHANNELS_FILE = REPO_ROOT / "channels.scm"
 ANALYSIS_MANIFEST = MANIFESTS_DIR / "analysis.scm"
 TESTBED_MANIFEST = MANIFESTS_DIR / "testbed.scm"
-ENVIRONMENT_YML = REPO_ROOT / "environment.yml"
 
 
 def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10.0) -> subprocess.CompletedProcess:
@@ -66,8 +68,6 @@ def untracked_paths(repo: Path, paths: Iterable[Path | str]) -> list[str]:
 
 def guix_channel_commit(channels: Path = CHANNELS_FILE) -> str | None:
     """The commit pinned for the 'guix' channel in channels.scm (None if the file is absent)."""
-    from benchbook.provenance.scheme import channel_commits
-
     if not Path(channels).is_file():
         return None
     commits = channel_commits(channels)
@@ -94,8 +94,6 @@ def lock_hash(lock: Path = LOCK_FILE) -> str | None:
 def environment_description() -> dict[str, Any]:
     """What goes under "environment" in a run record."""
     try:
-        from importlib.metadata import version
-
         bb_version = version("benchbook")
     except Exception:  # not installed as a distribution (running from the tree)
         bb_version = "unknown"
@@ -122,8 +120,6 @@ def guix_rebuild_argv(channels: str, manifest: str, benchbook_args: list[str]) -
     """``guix time-machine -C CHANNELS -- shell -m MANIFEST -- sh -c ...`` running ``benchbook ARGS`` from the
     checkout: inside the pinned shell the Python packages come from the hashed pip lock (manifests/
     exceptions.toml says why), installed into a venv on the manifest's interpreter."""
-    import shlex
-
     py = f"{GUIX_VENV}/bin/python"
     script = (f"python3 -m venv {GUIX_VENV} && {py} -m pip install --require-hashes --no-deps "
               f"-r manifests/requirements.lock && PYTHONPATH=lib {py} -m benchbook.cli {shlex.join(benchbook_args)}")

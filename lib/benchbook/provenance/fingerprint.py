@@ -20,6 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from benchbook.provenance.environment import environment_description
+from benchbook.testbed.capabilities import cgroup_hierarchies, cgroup_mode, congestion_controls, probe_all
+
 FINGERPRINT_VERSION = 1
 _CACHE: dict[str, Any] | None = None
 
@@ -95,8 +98,6 @@ def memory() -> dict[str, Any]:
 # ---------------------------------------------------------------- cgroups
 
 def cgroups() -> dict[str, Any]:
-    from benchbook.testbed.capabilities import cgroup_hierarchies, cgroup_mode
-
     h = cgroup_hierarchies()
     info: dict[str, Any] = {"mode": cgroup_mode(h), "controllers": h}
     layout: dict[str, Any] = {}
@@ -178,8 +179,6 @@ def nics() -> dict[str, Any]:
 
 
 def tcp() -> dict[str, Any]:
-    from benchbook.testbed.capabilities import congestion_controls
-
     avail, default = congestion_controls()
     allowed = None
     p = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
@@ -239,8 +238,6 @@ def host_fingerprint(refresh: bool = False) -> dict[str, Any]:
     global _CACHE
     if _CACHE is not None and not refresh:
         return _CACHE
-    from benchbook.provenance.environment import environment_description
-    from benchbook.testbed.capabilities import probe_all
 
     probes: dict[str, Callable[[], Any]] = {
         "kernel": kernel, "cpu": cpu, "memory": memory, "cgroups": cgroups, "nics": nics, "tcp": tcp,

@@ -18,11 +18,14 @@ read); then one tab-separated row per name:
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbook.errors import BenchbookError
+from benchbook.provenance.guix_source import GuixGit, build_table
+from benchbook.provenance.manifests import EnvFiles, read_manifest, read_requirements_in
 
 COLUMNS = ("name", "status", "version", "module", "variable", "build_system", "python", "wanted_for")
 PYTHON_BUILD_SYSTEMS = {
@@ -107,8 +110,6 @@ def read_index(path: Path) -> GuixIndex:
 
 def wanted_names(root: Path) -> dict[str, str]:
     """{Guix name: why} for every name the manifests use and the Guix name of every pip-lock dependency."""
-    from benchbook.provenance.envcheck import EnvFiles, read_manifest, read_requirements_in
-
     f = EnvFiles(Path(root))
     names: dict[str, str] = {}
     for manifest in (f.analysis, f.testbed):
@@ -125,8 +126,6 @@ def wanted_names(root: Path) -> dict[str, str]:
 def default_pythons(table, git, commit: str) -> dict[str, tuple[str, str]]:
     """{build system: (variable, version)}: the Python each Python build system uses by default at
     ``commit``, read from its ``default-python`` procedure (``(module-ref python 'VAR)``)."""
-    import re
-
     out: dict[str, tuple[str, str]] = {}
     for system, path in PYTHON_BUILD_SYSTEMS.items():
         text = git.show(commit, path) or ""
@@ -144,8 +143,6 @@ def default_pythons(table, git, commit: str) -> dict[str, tuple[str, str]]:
 def build_index(git_dir: Path, commit: str, root: Path, extra: list[str] = ()) -> tuple[GuixIndex, list[str]]:
     """The index of ``commit`` for the names of the repository at ``root`` (plus ``extra`` names).
     Returns it with the TSV text's header comment lines."""
-    from benchbook.provenance.guix_source import GuixGit, build_table
-
     git = GuixGit(Path(git_dir))
     full = git.resolve(commit)
     table = build_table(git.package_modules(full))

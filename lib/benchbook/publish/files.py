@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from benchbook.experiment.rocrate_export import export_run
+
 RAW_MODES = ("copy", "link", "none")
 RAW_SUFFIXES = (".pcap", ".pcapng", ".pcap.zst", ".pcapng.zst", ".pcap.gz", ".pcapng.gz", ".erf")
 # Each run directory carries its own plotly.js and standalone figure pages; the site has one
@@ -54,8 +56,6 @@ def crate_zip(run_dir: Path, dest_zip: Path, include_raw: bool) -> Path:
     Without raw data, raw outputs stay in the crate's metadata with their SHA-256 and size as
     described entities ("#output-<path>"), not as files, so the crate stays valid and small.
     """
-    from benchbook.experiment.rocrate_export import export_run
-
     with tempfile.TemporaryDirectory(prefix=".crate-", dir=dest_zip.parent) as tmp:
         crate_dir = Path(tmp) / "crate"
         export_run(run_dir, crate_dir)

@@ -15,7 +15,11 @@ import functools
 import re
 from pathlib import Path
 
+import nbformat
+import plotly.io as pio
+from nbconvert import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
+from plotly.offline import get_plotlyjs
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -31,8 +35,6 @@ class PlotlyHtmlPreprocessor(Preprocessor):
             data = out.get("data")
             if not data or PLOTLY_MIME not in data:
                 continue
-            import plotly.io as pio
-
             fig = data.pop(PLOTLY_MIME)
             data["text/html"] = pio.to_html(fig, include_plotlyjs=False, include_mathjax=False, full_html=False,
                                             validate=False, config={"responsive": True})
@@ -74,8 +76,6 @@ class CapTextPreprocessor(Preprocessor):
 
 @functools.lru_cache(maxsize=1)
 def _exporter():
-    from nbconvert import HTMLExporter
-
     exporter = HTMLExporter(template_name="benchbook", extra_template_basedirs=[str(TEMPLATES_DIR)],
                             exclude_input_prompt=False, exclude_output_prompt=False)
     exporter.register_preprocessor(PlotlyHtmlPreprocessor(), enabled=True)
@@ -89,8 +89,6 @@ def notebook_page(notebook_path: Path, bb: dict[str, str]) -> tuple[str, int]:
     ``bb`` fills the template: title, assets (relative URL of the site's assets/), header, summary
     and panels (HTML fragments placed above and below the notebook).
     """
-    import nbformat
-
     nb = nbformat.read(str(notebook_path), as_version=4)
     nb = copy.deepcopy(nb)
     # The site's fragments go in after conversion, so nbconvert's HTML post-pass (BeautifulSoup)
@@ -111,16 +109,11 @@ _STYLE_RE = re.compile(r"<style[^>]*>(.*?)</style>", re.S)
 def notebook_css() -> str:
     """The stylesheet nbconvert's lab template inlines into every page (JupyterLab's notebook CSS,
     the light theme, pygments), written once into the site's assets/."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook())
     return "\n".join(m.strip() for m in _STYLE_RE.findall(body)) + "\n"
 
 
 def plotly_js() -> str:
     """plotly.js as the installed plotly ships it (so it matches the figures' JSON)."""
-    from plotly.offline import get_plotlyjs
-
     return get_plotlyjs()
 

@@ -9,13 +9,18 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from benchbook.provenance.environment import guix_rebuild_argv
 from benchbook.publish.runs import PublishedRun
 from benchbook.publish.verify import Checked
+from benchbook.reproduce.notebook_params import INJECTED_PARAMETERS
 
-# Parameters `benchbook reproduce` sets itself; the rebuild command leaves them out.
-AUTO_PARAMETERS = ("figure_id", "registry_dir", "paper_dir", "dataset_dir", "output_dir", "dry_run")
-OUTCOME_CLASSES = ("reproduced", "partial", "mismatch", "failed", "complete", "interrupted")
+# Parameters `benchbook reproduce` sets itself, which the rebuild command leaves out; and registry_dir, which it
+# passed beside paper_dir (the same folder) in runs recorded before the two became one parameter.
+AUTO_PARAMETERS = (*INJECTED_PARAMETERS, "registry_dir")
+OUTCOME_CLASSES = ("reproduced", "figure redrawn", "partial", "inconclusive", "mismatch", "failed", "complete",
+                   "interrupted")
 
 _HEADER = """<header class="bb-header">
 <nav><a href="{{ root }}index.html">benchbook: published runs</a> &rsaquo; {{ run.figure.paper_id }}
@@ -27,7 +32,7 @@ _HEADER = """<header class="bb-header">
 _SUMMARY = """<section class="bb-summary" id="summary">
 <h1>{{ run.figure.title or run.experiment }}</h1>
 <p class="bb-ids"><code>{{ run.experiment }}</code> run <code>{{ run.run_id }}</code></p>
-<p><span class="bb-badge bb-{{ run.outcome }}" data-outcome="{{ run.outcome }}">{{ run.badge }}</span>
+<p><span class="bb-badge bb-{{ run.outcome|replace(' ', '-') }}" data-outcome="{{ run.outcome }}">{{ run.badge }}</span>
  <span class="bb-meta">{{ run.figure.mode or "unregistered" }} &middot; {{ run.date }} &middot;
  {{ run.environment_text }}</span></p>
 {% if run.figure.citation %}<p class="bb-citation">{{ run.figure.citation }}</p>{% endif %}
@@ -105,7 +110,8 @@ downloads below, in a checkout of git commit <code>{{ env.git_commit or "unknown
 <table class="bb-files"><thead><tr><th>run</th><th>date</th><th>outcome</th><th>environment</th></tr></thead><tbody>
 {% for h in history %}<tr{% if h.current %} class="bb-current"{% endif %}><td>{% if h.current %}{{ h.run_id }}
  (this run){% else %}<a href="{{ h.href }}">{{ h.run_id }}</a>{% endif %}</td><td>{{ h.date }}</td>
-<td><span class="bb-badge bb-{{ h.outcome }}">{{ h.badge }}</span></td><td>{{ h.environment }}</td></tr>
+<td><span class="bb-badge bb-{{ h.outcome|replace(' ', '-') }}">{{ h.badge }}</span></td>
+<td>{{ h.environment }}</td></tr>
 {% endfor %}</tbody></table>
 </section>"""
 
@@ -162,7 +168,7 @@ _INDEX = """<!DOCTYPE html>
 <div class="bb-card-text">
 <h3><a href="{{ f.href }}">{{ f.run.figure.title or f.run.experiment }}</a></h3>
 <p><code>{{ f.run.experiment }}</code></p>
-<p><span class="bb-badge bb-{{ f.run.outcome }}">{{ f.run.badge }}</span></p>
+<p><span class="bb-badge bb-{{ f.run.outcome|replace(' ', '-') }}">{{ f.run.badge }}</span></p>
 <p class="bb-citation">{{ f.run.figure.citation }}</p>
 <p class="bb-meta">{{ f.run.figure.mode or "unregistered" }} &middot; {{ f.run.date }} &middot;
  {{ f.run.environment_text }}</p>
@@ -180,8 +186,6 @@ _INDEX = """<!DOCTYPE html>
 
 @functools.lru_cache(maxsize=1)
 def _env():
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.DictLoader({"header": _HEADER, "summary": _SUMMARY, "panels": _PANELS,
                                                        "index": _INDEX,
                                                        "bare_page": _BARE_PAGE}),

@@ -10,6 +10,7 @@ from typing import Any
 
 from benchbook.errors import BenchbookError
 from benchbook.experiment.record import RECORD_NAME, RunRecordError, find_run, iter_run_dirs, read_record
+from benchbook.reproduce.registry import RegistryError, load_registry
 from benchbook.reproduce.verdict import VERDICT_FILE
 
 PUBLISHED_STATUSES = ("complete", "failed", "interrupted")
@@ -59,7 +60,8 @@ class PublishedRun:
 
     @property
     def outcome(self) -> str:
-        """reproduced | partial | mismatch | failed (registry runs), else complete/failed/interrupted."""
+        """reproduced | figure redrawn | partial | inconclusive | mismatch | failed (registry runs), else
+        complete/failed/interrupted."""
         if self.record["status"] != "complete":
             return "failed" if self.verdict is not None or self.figure.mode else self.record["status"]
         if self.verdict is not None:
@@ -74,12 +76,15 @@ class PublishedRun:
             return {"complete": "ran (no verdict)", "failed": "failed", "interrupted": "interrupted"}.get(
                 outcome, outcome)
         c = self.verdict.get("counts", {})
-        match, mismatch, nd = c.get("match", 0), c.get("mismatch", 0), c.get("not derivable", 0)
-        total = match + mismatch + nd
         if outcome == "failed":
             return "failed"
+        if self.verdict.get("kind") == "measured":
+            return _measured_badge(outcome, self.verdict)
+        match, mismatch, nd = c.get("match", 0), c.get("mismatch", 0), c.get("not derivable", 0)
+        total = match + mismatch + nd
         if total == 0:
-            return "figure only" if c.get("figure only") else "no published values to compare"
+            drawn = c.get("figure redrawn", 0) or c.get("figure only", 0)
+            return "figure redrawn" if drawn or outcome == "figure redrawn" else "no published values to compare"
         if outcome == "reproduced":
             return f"{match}/{total} values match"
         if outcome == "partial":
@@ -103,9 +108,21 @@ class PublishedRun:
         return f"{host.get('hostname', '?')}, Linux {kernel}, git {git}"
 
 
-def _figure_infos(papers: list[Path]) -> dict[str, FigureInfo]:
-    from benchbook.reproduce.registry import RegistryError, load_registry
+def _measured_badge(outcome: str, verdict: dict[str, Any]) -> str:
+    """A measured entry's badge: "3 of 4 reproduced", "inconclusive: 1 of 3 reproduced, 2 inconclusive" ..."""
+    mult = verdict.get("multiplicity") or {}
+    k, m = mult.get("k", 0), mult.get("m", 0)
+    claims = verdict.get("claim_counts") or {}
+    n_claims = sum(claims.values())
+    held = f"{claims.get('holds', 0)} of {n_claims} claims hold" if n_claims else ""
+    rows = f"{k} of {m} reproduced" if m else ""
+    text = ", ".join(x for x in (rows, held) if x) or "nothing judged"
+    if outcome in ("reproduced", "figure redrawn"):
+        return text if m or n_claims else outcome
+    return f"{outcome}: {text}"
 
+
+def _figure_infos(papers: list[Path]) -> dict[str, FigureInfo]:
     try:
         entries = load_registry(papers)
     except RegistryError:

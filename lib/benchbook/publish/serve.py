@@ -10,6 +10,8 @@ import urllib.parse
 from functools import partial
 from pathlib import Path
 
+from benchbook.publish.runs import PublishError
+
 MIME_TYPES = {
     ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
     ".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
@@ -89,9 +91,9 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     def _refuse(self) -> None:
         self.send_error(405, "Method not allowed: this server is read-only")
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # http.server's method names
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+    def log_message(self, format, *args):  # the base class's signature
         if getattr(self.server, "quiet", False):
             return
         super().log_message(format, *args)
@@ -101,8 +103,6 @@ def make_server(site: Path, host: str = "127.0.0.1", port: int = 8000, quiet: bo
     """A ThreadingHTTPServer for ``site`` (not yet serving; call serve_forever)."""
     site = Path(site)
     if not (site / "index.html").is_file():
-        from benchbook.publish.runs import PublishError
-
         raise PublishError(f"{site}: no index.html (not a site written by `benchbook publish`)")
     server = http.server.ThreadingHTTPServer((host, port), partial(SiteHandler, site=site))
     server.quiet = quiet

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbook.paths import RUNS_DIR
 from benchbook.publish import notebook_html, pages
 from benchbook.publish.files import RAW_MODES, crate_zip, is_download, is_raw, place_file
 from benchbook.publish.runs import PublishedRun, PublishError, select_runs
@@ -180,8 +181,6 @@ def build_site(site: Path, refs: list[str] = (), all_runs: bool = False, runs_di
                raw: str = "none", papers: list[Path] = (), since: str | None = None,
                allow_changed_inputs: bool = False, search: bool = True) -> SiteReport:
     """Publish the selected runs (see runs.select_runs) as a static site at ``site``."""
-    from benchbook.paths import RUNS_DIR
-
     started = time.monotonic()
     if raw not in RAW_MODES:
         raise PublishError(f"--raw {raw!r}: expected one of {', '.join(RAW_MODES)}")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from benchbook.reproduce.registry import PublishedValue, RegistryError
 from benchbook.tools import pos_evaluator as pe
@@ -233,8 +234,6 @@ def add_to_verdict(verdict, cells: list[Cell]) -> None:
 def cells_frame(cells: list[Cell]):
     """The table as computed: one row per cell (name, folder, statistic, rate, repeat rule, value per
     repeat, chosen repeat(s), computed, published, status)."""
-    import pandas as pd
-
     return pd.DataFrame([
         {"name": c.name, "folder": c.folder, "statistic": c.statistic, "rate_pps": c.rate_pps,
          "repeat": c.repeat, "by_repeat": {k: round(v, 3) for k, v in c.values.items()}, "chosen": c.chosen,
@@ -246,8 +245,6 @@ def cells_frame(cells: list[Cell]):
 def pivot(cells: list[Cell], sep: str = " / "):
     """The table laid out as printed when value names are '<row><sep><column>': each cell shows the
     computed value and the repeat it came from."""
-    import pandas as pd
-
     rows = []
     for c in cells:
         row, _, col = c.name.partition(sep)

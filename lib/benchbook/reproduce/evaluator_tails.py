@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from benchbook.analysis import evt
 from benchbook.tools import pos_evaluator as pe
@@ -18,8 +19,6 @@ def run_return_levels(cat, cells, rate_pps: int, tail_quantile: float, alpha: fl
     GPD to r's tail, compute the n-observation
     return level (n = r's packet count: the level exceeded about once per run) with a delta-method
     interval, and compare the observed maxima of the other repeats with it."""
-    import pandas as pd
-
     rows = []
     for name, folder in cells:
         runs = cat[(cat["folder"] == folder) & (cat["rate_pps"] == rate_pps)].sort_values("repeat")
@@ -95,8 +94,6 @@ def worst_clusters(cat, gap_s: float = 1e-3):
     """Clusters among the shipped worst-5000 packets of a run (time gap `gap_s`): how dependent the
     extremes are. Returns one row per run with the cluster count, the extremal-index estimate
     (clusters / exceedances) and the largest cluster."""
-    import pandas as pd
-
     rows = []
     for r in cat[cat["worst_path"].notna()].itertuples():
         w = pe.read_worst(r.worst_path)

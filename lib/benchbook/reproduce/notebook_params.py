@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import math
 import re
 import tokenize
 from dataclasses import dataclass
@@ -72,6 +73,11 @@ PATH_WORDS = ("path", "paths", "file", "files", "dir", "dirs", "directory", "fol
 _WORD_RE = re.compile(r"[A-Za-z]+")
 
 
+# What benchbook reproduce passes to every entry's notebook besides the entry's [parameters] and the -p overrides:
+# the entry id, its paper folder, its dataset (when it names one), the run directory, and dry_run (--dry-run).
+INJECTED_PARAMETERS = ("figure_id", "paper_dir", "dataset_dir", "output_dir", "dry_run")
+
+
 class ParameterError(BenchbookError, ValueError):
     """A -p override that names no parameter of the notebook, or a value run.json cannot hold."""
 
@@ -93,8 +99,6 @@ def prepare_parameters(notebook: Path | str, overrides: dict[str, Any], injected
     a name the notebook does not declare (nor benchbook injects: `injected`) is refused listing the
     notebook's parameters; a value holding NaN or an infinity is refused; a relative path that
     exists here becomes absolute for path parameters only."""
-    import math
-
     declared = {p.name: p for p in notebook_parameters(notebook)}
     allowed = set(declared) | set(injected) | {"output_dir"}
     unknown = [k for k in overrides if k not in allowed]

@@ -1,32 +1,47 @@
-"""Figure outputs of a reproduction notebook: export through benchbook.figures.save_figure and
-record in the verdict what was produced, or why a format could not be."""
+"""Outputs of a reproduction notebook: figures exported through benchbook.figures.save_figure and recorded in
+the verdict (what was produced, or why a format could not be); the name of a dry run's command list."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from benchbook.figures import save_figure
+from benchbook.figures.export import keep_browser_open
+
 DEFAULT_FORMATS = ("html", "png", "svg")
+# Fewer formats for every figure of a run: a comma-separated list that holds html (e.g. "html": no static images,
+# each of which costs seconds of headless Chromium).
+FORMATS_ENV = "BENCHBOOK_FIGURE_FORMATS"
+# What a notebook run with dry_run=True writes into its output directory instead of measuring: every command
+# each host would run.
+DRY_RUN_FILE = "dry-run.txt"
 
 
-def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=DEFAULT_FORMATS) -> dict[str, str]:
-    """Save `fig` as <output_dir>/<stem>.<fmt> for each format; never raises for export failures.
+def figure_formats() -> tuple[str, ...]:
+    """The formats of a reproduction's figures: DEFAULT_FORMATS, or those $BENCHBOOK_FIGURE_FORMATS lists."""
+    value = os.environ.get(FORMATS_ENV, "")
+    if not value.strip():
+        return DEFAULT_FORMATS
+    formats = tuple(f.strip().lower() for f in value.split(",") if f.strip())
+    if "html" not in formats:
+        raise ValueError(f"{FORMATS_ENV}={value!r}: expected a comma-separated list of figure formats that holds "
+                         f"html (the interactive figure every run keeps), e.g. 'html' or 'html,png'")
+    return formats
+
+
+def save_and_record(fig, output_dir: Path | str, stem: str, verdict, formats=None) -> dict[str, str]:
+    """Save `fig` as <output_dir>/<stem>.<fmt> for each format (default: figure_formats()); never raises for
+    export failures.
 
     Returns format -> path, or format -> "unavailable: <reason>", and adds it to verdict.figures.
     """
+    formats = figure_formats() if formats is None else formats
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        from benchbook.figures import save_figure
-    except ImportError as exc:  # the figures package is not there: keep HTML at least
-        exports: dict[str, str] = {}
-        for fmt in formats:
-            if fmt == "html":
-                path = out / f"{stem}.html"
-                fig.write_html(str(path), include_plotlyjs="cdn")
-                exports[fmt] = str(path)
-            else:
-                exports[fmt] = f"unavailable: benchbook.figures.save_figure not importable ({exc})"
-    else:
-        exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
+    # a notebook's figures share one headless browser: the first static export starts it, the process's
+    # exit stops it (a browser per figure costs seconds of start-up each)
+    keep_browser_open()
+    exports = {k: str(v) for k, v in save_figure(fig, out, stem, formats=tuple(formats)).items()}
     verdict.add_figure(stem, exports)
     return exports

@@ -1,8 +1,9 @@
 """Testbed backends registered by name, like papermill's engines, and the `Backend` protocol they implement.
 
 ``local`` is the emulated testbed on this machine (network namespaces and veth pairs);
-``testbed`` (alias ``ssh``) drives the real hosts of an inventory (``inventory=PATH``). Backends are imported
-lazily when first asked for, so importing benchbook never touches the host.
+``testbed`` (alias ``ssh``) drives the real hosts of an inventory (``inventory=PATH``). :data:`BACKENDS` is a
+:class:`benchbook.plugins.Registry`: backends are imported lazily when first asked for, so importing benchbook
+never touches the host, and ``BACKENDS.register(name, "module:Class")`` adds one (docs/extending.md).
 
 A backend plans one latency point as data and executes that plan (:mod:`benchbook.testbed.plan`)::
 
@@ -17,19 +18,19 @@ for one refuses it with the reason).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from benchbook.plugins import Registry
 from benchbook.testbed.plan import Measurement, Plan
 from benchbook.tools.host import CommandLog
 
-# name -> "module:attribute" (lazy) or a factory callable
-_REGISTRY: dict[str, str | Callable[..., Any]] = {
+# name -> a backend factory (a class, called with the options) or "module:attribute" of one
+BACKENDS: Registry[Callable[..., Any]] = Registry("testbed backend", {
     "local": "benchbook.testbed.local:LocalBackend",
     "testbed": "benchbook.testbed.ssh:SshBackend",
     "ssh": "benchbook.testbed.ssh:SshBackend",
-}
+})
 
 
 class Backend(Protocol):
@@ -63,27 +64,10 @@ class Backend(Protocol):
         ...
 
 
-def register_backend(name: str, factory: str | Callable[..., Any]) -> None:
-    """Register a backend factory (or a lazy "module:attribute" reference) under name."""
-    _REGISTRY[name] = factory
-
-
 def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return BACKENDS.names()
 
 
 def get_backend(name: str, **options: Any) -> Any:
     """Instantiate the backend called name with options."""
-    try:
-        ref = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown testbed backend {name!r}; known: {', '.join(backend_names())}") from None
-    if isinstance(ref, str):
-        module, _, attr = ref.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise RuntimeError(f"testbed backend {name!r} ({ref}) is not available: {exc}") from exc
-    else:
-        factory = ref
-    return factory(**options)
+    return BACKENDS.get(name)(**options)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchbook.errors import BenchbookError
+from benchbook.testbed.kvm_guest import kvm_capability
 
 PRESENT, MISSING, UNKNOWN = "present", "missing", "unknown"
 
@@ -201,8 +202,6 @@ def probe_congestion_control(name: str) -> Capability:
 
 def probe_kvm() -> Capability:
     """Can a stock guest kernel boot under KVM? /dev/kvm existing is not enough (kvm_pvm here)."""
-    from benchbook.testbed.kvm_guest import kvm_capability
-
     ok, reason = kvm_capability()
     return Capability("kvm", PRESENT if ok else MISSING, reason)
 

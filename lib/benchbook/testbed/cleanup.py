@@ -66,9 +66,10 @@ def benchbook_cgroups() -> list[Path]:
     for hier in CGROUP_ROOT.iterdir():
         if not hier.is_dir():
             continue
-        for d in hier.rglob("bb-*"):
-            if d.is_dir() and token_of(d.name):
-                found.append(d)
+        # os.walk, not Path.rglob: other processes create and remove cgroups all the time, and rglob raises
+        # FileNotFoundError for a directory removed while it walks; os.walk skips it
+        for parent, dirs, _ in os.walk(hier):
+            found += [Path(parent, d) for d in dirs if d.startswith(PREFIX) and token_of(d)]
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 

@@ -1,4 +1,5 @@
-"""Devices under test, registered by name; each kind plans its steps (`DutPlan`) on the local testbed.
+"""Devices under test, registered by name in :data:`DUT_KINDS` (a :class:`benchbook.plugins.Registry`); each kind
+plans its steps (`DutPlan`) on the local testbed.
 
 Planner signature (every kind, including ``testpmd-lxc`` in ``benchbook.testbed.lxc_dut``)::
 
@@ -21,17 +22,16 @@ Kinds here:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchbook.plugins import Registry
 from benchbook.testbed.names import make_name
 from benchbook.testbed.plan import Execution, Step
 from benchbook.tools import testpmd
 
 SINK_IP = "10.250.1.2"
-SRC_IP = "10.250.0.1"
 
 
 @dataclass
@@ -75,35 +75,17 @@ def mac_step(testbed: Any, short: str, value: str, note: str) -> Step:
                 produces=(value,), note=note)
 
 
-_REGISTRY: dict[str, str | Callable[..., DutPlan]] = {
+# kind -> its planner, or "module:attribute" of it
+DUT_KINDS: Registry[Callable[..., DutPlan]] = Registry("DuT kind", {
     "testpmd": "benchbook.testbed.dut:plan_testpmd",
     "kernel": "benchbook.testbed.dut:plan_kernel",
     "testpmd-lxc": "benchbook.testbed.lxc_dut:plan_testpmd_lxc",
-}
-
-
-def register_dut(name: str, planner: str | Callable[..., DutPlan]) -> None:
-    _REGISTRY[name] = planner
-
-
-def dut_kinds() -> list[str]:
-    return sorted(_REGISTRY)
+})
 
 
 def plan_dut(kind: str, testbed: Any, **kwargs: Any) -> DutPlan:
     """The DutPlan of a kind (see the module docstring for the arguments)."""
-    try:
-        ref = _REGISTRY[kind]
-    except KeyError:
-        raise KeyError(f"unknown DuT kind {kind!r}; known: {', '.join(dut_kinds())}") from None
-    if callable(ref):
-        return ref(testbed, **kwargs)
-    module, _, attr = ref.partition(":")
-    try:
-        planner = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise RuntimeError(f"DuT kind {kind!r} ({ref}) is not available: {exc}") from exc
-    return planner(testbed, **kwargs)
+    return DUT_KINDS.get(kind)(testbed, **kwargs)
 
 
 def plan_testpmd(testbed: Any, *, cpu: int, recipe: Any = None, ingress: str = "din", egress: str = "dout",

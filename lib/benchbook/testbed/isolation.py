@@ -2,7 +2,9 @@
 
 `recipe(mode, ...)` returns the steps that apply a mode on a host and the teardown steps that undo it;
 every step is a command (:mod:`benchbook.tools.cgroups` builds them) run by a Host: the local backend
-runs them on this machine, the ssh backend on the DuT host, both through the one command log.
+runs them on this machine, the ssh backend on the DuT host, both through the one command log. The modes are
+registered by name in :data:`ISOLATION_MODES` (a :class:`benchbook.plugins.Registry` of :class:`IsolationMode`:
+how the recipe is built, whether this host can run it, what it reports); docs/extending.md adds one.
 
 - ``none``: the DuT only gets its own cpuset (a plain v1 cgroup pinned to the DuT core);
   everything else keeps running where it likes.
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.filelock import FileLock, LockBusy, describe_holder
+from benchbook.plugins import Registry
 from benchbook.testbed import state as run_state
 from benchbook.testbed.capabilities import NotRunnable, probe_cgroup_v2_cpuset
 from benchbook.testbed.cleanup import sweep_leftovers
@@ -43,10 +46,9 @@ from benchbook.testbed.signals import deferred_signals
 from benchbook.tools import cgroups as cg
 from benchbook.tools.host import CommandLog, Host, LocalHost
 
-MODES = ("none", "v1", "v2")
 V2_SLICES = ("user.slice", "system.slice", "init.scope")
-__all__ = ["MODES", "NotRunnable", "IsolationInfo", "Isolation", "Recipe", "CgroupLayout", "recipe", "isolation",
-           "mode_status", "v1_cpuset_status", "v2_cpuset_status", "cpu_split", "host_lock"]
+__all__ = ["ISOLATION_MODES", "IsolationMode", "NotRunnable", "IsolationInfo", "Isolation", "Recipe", "CgroupLayout",
+           "recipe", "isolation", "mode_status", "v1_cpuset_status", "v2_cpuset_status", "cpu_split", "host_lock"]
 
 
 @dataclass
@@ -104,15 +106,13 @@ def v1_cpuset_status() -> tuple[bool, str]:
 
 def mode_status(mode: str) -> tuple[bool, str]:
     """(runnable, reason) for an isolation mode on this host."""
-    if mode not in MODES:
-        return False, f"unknown isolation mode {mode!r}; known: {', '.join(MODES)}"
+    if mode not in ISOLATION_MODES:
+        return False, ISOLATION_MODES.unknown(mode)
     if os.geteuid() != 0:
         return False, "cgroup isolation needs root"
     if len(cg.online_cpus()) < 2:
         return False, "needs at least two online CPUs"
-    if mode == "v2":
-        return v2_cpuset_status()
-    return v1_cpuset_status()  # "none" also uses a v1 cpuset (pure-v2 hosts: not implemented)
+    return ISOLATION_MODES.get(mode).status()
 
 
 # -------------------------------------------------------------------------------------------------
@@ -236,31 +236,8 @@ class Recipe:
         return f"{self.dut_cgroup}/{self.procs_file}"
 
     def report(self, execution: Execution) -> dict[str, Any]:
-        """What the recipe read back, from its steps' outputs in an execution."""
-        out = execution.outputs
-
-        def read(name: str) -> dict[str, Any]:
-            return cg.parse_key_values(out.get(name, {}).get("stdout", ""))
-
-        dut = read("isolation.dut")
-        if self.mode == "none":
-            return {"cgroup": self.dut_cgroup, "note": "DuT pinned by its own cpuset; no housekeeping set",
-                    "read_back": dut}
-        if self.mode == "v2":
-            slices = [s for s in V2_SLICES if out.get(f"isolation.slice.{s}", {}).get("exit_code") == 0]
-            return {"dut_cgroup": self.dut_cgroup, "partition": dut.get("cpuset.cpus.partition"),
-                    "allowed_cpus_slices": slices}
-        rep: dict[str, Any] = {
-            "housekeeping_cgroup": self.housekeeping_cgroup, "dut_cgroup": self.dut_cgroup,
-            "housekeeping_cpus": read("isolation.hk").get("cpuset.cpus"), "dut_cpus": dut.get("cpuset.cpus"),
-            "dut_sched_load_balance": dut.get("cpuset.sched_load_balance"),
-            "root_sched_load_balance": read("isolation.root").get("cpuset.sched_load_balance"),
-            "dut_cpu_exclusive": dut.get("cpuset.cpu_exclusive"),
-            **cg.move_report(out.get("isolation.moved", {}).get("stdout", "")), "self_pid": os.getpid(),
-        }
-        rep["notes"] = {} if rep["dut_cpu_exclusive"] == "1" else {
-            "dut.cpu_exclusive": "not set (a sibling cpuset overlaps the DuT's CPU, e.g. lxc.pivot)"}
-        return rep
+        """What the recipe read back, from its steps' outputs in an execution (its mode's report)."""
+        return ISOLATION_MODES.get(self.mode).report(self, execution)
 
     def restore_problems(self, execution: Execution) -> list[str]:
         """What the teardown steps could not undo (tasks that could not move back, failed steps)."""
@@ -278,30 +255,87 @@ class Recipe:
                              report=self.report(execution))
 
 
+@dataclass(frozen=True)
+class IsolationMode:
+    """One isolation mode: ``build(name, dut_cpus, hk_cpus, layout, role)`` returns its Recipe on the host of
+    ``role`` (cgroup names from ``name(role_of_cgroup)``); ``status()`` says whether this host can run it (after
+    the checks every mode shares: root, two online CPUs); ``report(recipe, execution)`` is what it read back."""
+
+    build: Callable[[Callable[[str], str], str, str, CgroupLayout, str], Recipe]
+    status: Callable[[], tuple[bool, str]]
+    report: Callable[[Recipe, Execution], dict[str, Any]]
+
+
+def _read(execution: Execution, name: str) -> dict[str, Any]:
+    return cg.parse_key_values(execution.outputs.get(name, {}).get("stdout", ""))
+
+
+def _build_none(name: Callable[[str], str], dut: str, hk_cpus: str, layout: CgroupLayout, role: str) -> Recipe:
+    d = f"{layout.v1_cpuset}/{name('dut')}"
+    steps, tear = dut_cpuset(role, d, dut, layout.v1_cpuset)
+    return Recipe("none", dut, hk_cpus, d, steps, tear, procs_file="tasks")
+
+
+def _report_none(rec: Recipe, execution: Execution) -> dict[str, Any]:
+    return {"cgroup": rec.dut_cgroup, "note": "DuT pinned by its own cpuset; no housekeeping set",
+            "read_back": _read(execution, "isolation.dut")}
+
+
+def _build_v1(name: Callable[[str], str], dut: str, hk_cpus: str, layout: CgroupLayout, role: str) -> Recipe:
+    hk_dir, d = f"{layout.v1_cpuset}/{name('hk')}", f"{layout.v1_cpuset}/{name('dut')}"
+    hk_steps, hk_tear = housekeeping_cpuset(role, layout.v1_cpuset, hk_dir, hk_cpus)
+    dut_steps, dut_tear = dut_cpuset(role, d, dut, layout.v1_cpuset, exclusive=True, load_balance=False)
+    # the housekeeping set first (the DuT's exclusive CPU must not overlap it), its tasks moved last
+    steps = hk_steps[:2] + dut_steps + hk_steps[2:]
+    tear = hk_tear[:2] + dut_tear + hk_tear[2:]
+    return Recipe("v1", dut, hk_cpus, d, steps, tear, housekeeping_cgroup=hk_dir, procs_file="tasks")
+
+
+def _report_v1(rec: Recipe, execution: Execution) -> dict[str, Any]:
+    dut = _read(execution, "isolation.dut")
+    rep: dict[str, Any] = {
+        "housekeeping_cgroup": rec.housekeeping_cgroup, "dut_cgroup": rec.dut_cgroup,
+        "housekeeping_cpus": _read(execution, "isolation.hk").get("cpuset.cpus"), "dut_cpus": dut.get("cpuset.cpus"),
+        "dut_sched_load_balance": dut.get("cpuset.sched_load_balance"),
+        "root_sched_load_balance": _read(execution, "isolation.root").get("cpuset.sched_load_balance"),
+        "dut_cpu_exclusive": dut.get("cpuset.cpu_exclusive"),
+        **cg.move_report(execution.outputs.get("isolation.moved", {}).get("stdout", "")), "self_pid": os.getpid(),
+    }
+    rep["notes"] = {} if rep["dut_cpu_exclusive"] == "1" else {
+        "dut.cpu_exclusive": "not set (a sibling cpuset overlaps the DuT's CPU, e.g. lxc.pivot)"}
+    return rep
+
+
+def _build_v2(name: Callable[[str], str], dut: str, hk_cpus: str, layout: CgroupLayout, role: str) -> Recipe:
+    d = f"{layout.v2_root}/{name('dut')}"
+    steps, tear = v2_partition(role, d, dut, root=layout.v2_root)
+    if layout.systemctl:
+        sl_steps, sl_tear = systemd_slices(role, hk_cpus)
+        steps, tear = steps + sl_steps, sl_tear + tear
+    return Recipe("v2", dut, hk_cpus, d, steps, tear)
+
+
+def _report_v2(rec: Recipe, execution: Execution) -> dict[str, Any]:
+    out = execution.outputs
+    slices = [s for s in V2_SLICES if out.get(f"isolation.slice.{s}", {}).get("exit_code") == 0]
+    return {"dut_cgroup": rec.dut_cgroup, "partition": _read(execution, "isolation.dut").get("cpuset.cpus.partition"),
+            "allowed_cpus_slices": slices}
+
+
+ISOLATION_MODES: Registry[IsolationMode] = Registry("isolation mode", {
+    # "none" also uses a v1 cpuset (pure-v2 hosts: not implemented)
+    "none": IsolationMode(_build_none, v1_cpuset_status, _report_none),
+    "v1": IsolationMode(_build_v1, v1_cpuset_status, _report_v1),
+    "v2": IsolationMode(_build_v2, v2_cpuset_status, _report_v2),
+})
+
+
 def recipe(mode: str, name: Callable[[str], str], dut_cpu: int, hk_cpus: str, layout: CgroupLayout,
            role: str = "") -> Recipe:
     """The steps of ``mode`` on the host of ``role`` (names of its cgroups from ``name(role_of_cgroup)``)."""
-    dut = str(dut_cpu)
-    if mode == "none":
-        d = f"{layout.v1_cpuset}/{name('dut')}"
-        steps, tear = dut_cpuset(role, d, dut, layout.v1_cpuset)
-        return Recipe("none", dut, hk_cpus, d, steps, tear, procs_file="tasks")
-    if mode == "v1":
-        hk_dir, d = f"{layout.v1_cpuset}/{name('hk')}", f"{layout.v1_cpuset}/{name('dut')}"
-        hk_steps, hk_tear = housekeeping_cpuset(role, layout.v1_cpuset, hk_dir, hk_cpus)
-        dut_steps, dut_tear = dut_cpuset(role, d, dut, layout.v1_cpuset, exclusive=True, load_balance=False)
-        # the housekeeping set first (the DuT's exclusive CPU must not overlap it), its tasks moved last
-        steps = hk_steps[:2] + dut_steps + hk_steps[2:]
-        tear = hk_tear[:2] + dut_tear + hk_tear[2:]
-        return Recipe("v1", dut, hk_cpus, d, steps, tear, housekeeping_cgroup=hk_dir, procs_file="tasks")
-    if mode == "v2":
-        d = f"{layout.v2_root}/{name('dut')}"
-        steps, tear = v2_partition(role, d, dut, root=layout.v2_root)
-        if layout.systemctl:
-            sl_steps, sl_tear = systemd_slices(role, hk_cpus)
-            steps, tear = steps + sl_steps, sl_tear + tear
-        return Recipe("v2", dut, hk_cpus, d, steps, tear)
-    raise NotRunnable(f"unknown isolation mode {mode!r}; known: {', '.join(MODES)}")
+    if mode not in ISOLATION_MODES:
+        raise NotRunnable(ISOLATION_MODES.unknown(mode))
+    return ISOLATION_MODES.get(mode).build(name, str(dut_cpu), hk_cpus, layout, role)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -325,8 +359,8 @@ class Isolation:
     was read back, and after the block ``restore_problems``."""
 
     def __init__(self, mode: str, token: str, dut_cpu: int = 1, log: CommandLog | None = None) -> None:
-        if mode not in MODES:
-            raise NotRunnable(f"unknown isolation mode {mode!r}; known: {', '.join(MODES)}")
+        if mode not in ISOLATION_MODES:
+            raise NotRunnable(ISOLATION_MODES.unknown(mode))
         self.mode = mode
         self.token = token
         self.dut_cpu = dut_cpu

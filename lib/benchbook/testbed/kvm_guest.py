@@ -285,8 +285,3 @@ def parse_recipe(output: str) -> dict[str, str]:
         if line.startswith("RECIPE "):
             return dict(item.split("=", 1) for item in line.split()[1:] if "=" in item)
     return {}
-
-
-def boot_and_report(hierarchy: str, script: str = "true\n", **kwargs: Any) -> GuestResult:
-    """One boot with `hierarchy`; the result says which cgroup layout the guest really had."""
-    return GuestVM(hierarchy=hierarchy, **kwargs).run(script)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -56,7 +57,6 @@ KIND = "testpmd-lxc"
 TESTPMD_IN_ROOTFS = "/usr/bin/dpdk-testpmd"
 READY_MARK = "Press enter to exit"
 BYE_MARK = "Bye..."
-DutUnavailable = NotRunnable  # the DuT cannot run on this host; str(exc) says why (never emulated)
 
 
 def testpmd_argv(ifaces: Sequence[str], cpu: int, file_prefix: str, mem_mb: int = 128,
@@ -171,8 +171,6 @@ class LxcTestpmdDut:
         self._teardown()
 
     def _guard_signals(self) -> None:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             def _raise(signum: int, frame: object) -> None:
                 raise KeyboardInterrupt(f"received signal {signal.Signals(signum).name}")
@@ -352,8 +350,6 @@ class LxcTestpmdDut:
 
 
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 

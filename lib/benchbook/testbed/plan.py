@@ -245,14 +245,14 @@ class Executor:
                     self._stop_context(name, handle)
             try:
                 self.env.stop_processes()
-            except Exception as exc:  # noqa: BLE001 - keep cleaning up
+            except Exception as exc:  # keep cleaning up
                 self.execution.cleanup_problems.append(f"stopping processes: {exc}")
             for n, s in enumerate(steps, 1):
                 if not s.teardown:
                     continue
                 try:
                     problem = self._step(n, s)
-                except Exception as exc:  # noqa: BLE001 - every teardown step runs
+                except Exception as exc:  # every teardown step runs
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem is not None:
                     self.execution.cleanup_problems.append(problem)
@@ -366,7 +366,7 @@ class Executor:
         except (CommandError, tcpdump.CaptureError, testpmd.TestpmdError, perf.PerfError, OSError) as exc:
             self.execution.outputs[name] = {**out, "error": str(exc)}
             return None, str(exc)
-        except Exception as exc:  # noqa: BLE001 - a DuT kind's own error (NotRunnable, LxcError, ...)
+        except Exception as exc:  # a DuT kind's own error (NotRunnable, LxcError, ...)
             self.execution.outputs[name] = {**out, "error": f"{type(exc).__name__}: {exc}"}
             return None, f"{type(exc).__name__}: {exc}"
         self._started[name] = handle
@@ -434,7 +434,7 @@ class _Context:
     def exit(self) -> str | None:
         try:
             self.cm.__exit__(None, None, None)
-        except Exception as exc:  # noqa: BLE001 - the DuT's failure is the step's problem
+        except Exception as exc:  # the DuT's failure is the step's problem
             return f"{type(exc).__name__}: {exc}"
         return None
 

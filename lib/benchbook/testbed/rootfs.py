@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,8 +161,3 @@ def rootfs_info(recipe: RootfsRecipe, root: Path | None = None) -> dict:
     """The build record of a cached tree (command, time), or {} when it is not built."""
     marker = recipe.path(root) / MARKER
     return json.loads(marker.read_text()) if marker.is_file() else {}
-
-
-def run_in_rootfs(tree: Path, argv: Sequence[str]) -> subprocess.CompletedProcess:
-    """Run argv chrooted into a tree (read-only use, e.g. asking a binary's version)."""
-    return subprocess.run(["chroot", str(tree), *argv], capture_output=True, text=True)

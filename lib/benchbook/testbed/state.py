@@ -75,10 +75,6 @@ class RunState:
             self.restore.append((path, previous))
             self.save()
 
-    def drop_restore(self, path: str) -> None:
-        self.restore = [(p, v) for p, v in self.restore if p != path]
-        self.save()
-
     def add_resource(self, kind: str, name: str) -> None:
         self.resources.append((kind, name))
         self.save()

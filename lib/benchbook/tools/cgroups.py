@@ -110,11 +110,15 @@ def v1_cpuset_argv(d: str | Path, cpus: str, root: str | Path) -> list[str]:
                         f"cat {_q(Path(root) / 'cpuset.mems')} > {_q(Path(d) / 'cpuset.mems')}"]
 
 
-def remove_argv(d: str | Path, parent: str | Path, procs_file: str = "tasks") -> list[str]:
-    """Move a cgroup's tasks back to ``parent`` and remove it; nothing to do (exit 0) when it is gone."""
+def remove_argv(d: str | Path, parent: str | Path, procs_file: str = "tasks", attempts: int = 50) -> list[str]:
+    """Move a cgroup's tasks back to ``parent`` and remove it; nothing to do (exit 0) when it is gone. A task
+    forked inside the cgroup while the others moved keeps it busy (rmdir: EBUSY), so the move and the rmdir are
+    repeated, up to ``attempts`` times 20 ms apart; the last rmdir's error is the step's when it never empties."""
     dq, pq = _q(d), _q(parent)
-    return ["sh", "-c", f"test -d {dq} || exit 0; for p in $(cat {dq}/{procs_file}); do "
-                        f"echo $p > {pq}/{procs_file} 2>/dev/null; done; rmdir {dq}"]
+    move = f"for p in $(cat {dq}/{procs_file} 2>/dev/null); do echo $p > {pq}/{procs_file} 2>/dev/null; done"
+    return ["sh", "-c", f"test -d {dq} || exit 0; i=1; while [ $i -lt {int(attempts)} ]; do {move}; "
+                        f"rmdir {dq} 2>/dev/null && exit 0; test -d {dq} || exit 0; sleep 0.02; i=$((i+1)); done; "
+                        f"{move}; rmdir {dq}"]
 
 
 def move_back_argv(src: str | Path, dest: str | Path) -> list[str]:

@@ -10,9 +10,7 @@ final ones: per direction frames forwarded, dropped, and the lateness of sends a
 from __future__ import annotations
 
 import json
-import shutil
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,16 +32,6 @@ class DelayLineError(BenchbookError, RuntimeError):
 def ensure_binary() -> Path:
     """build/bb-delayline, compiled (as the Makefile does) when missing or older than its source."""
     return ensure_built(BINARY, SOURCE, DelayLineError)
-    if not SOURCE.exists():
-        raise DelayLineError(f"{BINARY} missing and no source at {SOURCE}")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise DelayLineError(f"{BINARY} missing and no C compiler to build {SOURCE} (make native)")
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-o", str(BINARY), str(SOURCE)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise DelayLineError(f"building {SOURCE} failed:\n{r.stderr}")
-    return BINARY
 
 
 def build_argv(if_a: str, if_b: str, delay_ab_us: int, delay_ba_us: int, limit_packets: int = 100_000,

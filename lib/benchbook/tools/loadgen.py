@@ -9,8 +9,6 @@ Frames are Ethernet/IPv4/UDP; each carries a 64-bit big-endian packet id at byte
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,16 +51,6 @@ class LoadgenConfig:
 def ensure_binary() -> Path:
     """build/bb-loadgen, compiled (as the Makefile does) when missing or older than its source."""
     return ensure_built(BINARY, SOURCE, LoadgenError)
-    if not SOURCE.exists():
-        raise LoadgenError(f"{BINARY} missing and no source at {SOURCE}")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise LoadgenError(f"{BINARY} missing and no C compiler to build {SOURCE} (make native)")
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-o", str(BINARY), str(SOURCE)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise LoadgenError(f"building {SOURCE} failed:\n{r.stderr}")
-    return BINARY
 
 
 def build_argv(cfg: LoadgenConfig, binary: Path | None = None) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.exact_decimal import (
     normalise_scaled,
     scale_decimal_texts,
@@ -26,6 +27,7 @@ from benchbook.analysis.exact_decimal import (
     sum_by_value,
 )
 from benchbook.errors import BenchbookError
+from benchbook.tools.moongen_parse import scan_histogram
 
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 _COUNT_RE = re.compile(r"^\+?\d+(?:\.0*)?$")
@@ -90,8 +92,6 @@ class MoonGenHistogram:
 
     def to_distribution(self):
         """The histogram as benchbook.analysis.distribution.ExactDistribution."""
-        from benchbook.analysis.distribution import ExactDistribution
-
         return ExactDistribution(self.values, self.counts.copy())
 
     @staticmethod
@@ -225,8 +225,6 @@ def _read_fast(data: bytes, source: str) -> MoonGenHistogram | None:
 
 
 def _read_compiled(data: bytes, source: str) -> MoonGenHistogram | None:
-    from benchbook.tools.moongen_parse import scan_histogram
-
     ip, fv, fl, cnt, bad = scan_histogram(np.frombuffer(data, dtype=np.uint8))
     if bad >= 0:
         return None

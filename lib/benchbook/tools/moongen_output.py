@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from benchbook.tools.moongen_histogram import MoonGenFormatError
 
 _SUMMARY_RE = re.compile(
@@ -92,8 +94,6 @@ def _num(s: str | None) -> float:
 
 def parse_throughput(text: str, source: str = "<text>"):
     """Throughput rows of MoonGen output text as a DataFrame (see :func:`read_throughput_log`)."""
-    import pandas as pd
-
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     lines = text.splitlines()

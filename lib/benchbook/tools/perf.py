@@ -68,12 +68,6 @@ def parse_perf_csv(text: str, source: str = "perf stat") -> list[PerfCounter]:
     return out
 
 
-def counters_frame(counters: list[PerfCounter]) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame([asdict(c) for c in counters])
-
-
 def build_argv(pid: int | str, window_s: float, *,
                events: tuple[str, ...] | list[str] = SOFTWARE_EVENTS + HARDWARE_EVENTS, repeats: int = 3,
                output_path: str | None = None) -> list[str]:

@@ -27,6 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+import zstandard
+
+from benchbook.analysis.distribution import ExactDistribution
+from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.percentiles import discrete_rank, ladder_value
 from benchbook.errors import BenchbookError
 
 RUN_RE = re.compile(r"^(?P<run>latencies-pre-rate(?P<rate>\d+)-repeat(?P<repeat>\d+)\.pcap\.zst)\.(?P<suffix>.+)$")
@@ -77,8 +84,6 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise EvaluatorFormatError(f"{path}: cannot read ({exc.strerror})") from exc
     if path.suffix == ".zst":
-        import zstandard
-
         try:
             with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
                 raw = reader.read()
@@ -114,9 +119,6 @@ def read_csv(path: Path | str, kind: str, allow_all_missing: tuple[str, ...] = (
     Columns in `allow_all_missing` may be empty in every row (kept as NaN): the evaluator writes
     such files for runs in which it matched no packet. With `allow_empty_file`, a file of zero
     bytes (no header either; a few exist in the published dataset) reads as an empty table."""
-    import numpy as np
-    import pandas as pd
-
     path = Path(path)
     if kind not in KINDS:
         raise ValueError(f"unknown evaluator file kind {kind!r}; known: {', '.join(KINDS)}")
@@ -211,18 +213,12 @@ def read_worst(path: Path | str):
 
 def hist_distribution(path: Path | str):
     """The 100 ns histogram as benchbook ExactDistribution over the bucket floors (ns)."""
-    from benchbook.analysis.distribution import ExactDistribution
-
     df = read_hist(path)
     return ExactDistribution(df["latency_bucket"].to_numpy(), df["count"].to_numpy())
 
 
 def hist_hdr(path: Path | str, significant_figures: int = 3):
     """The 100 ns histogram recorded into a benchbook HdrHistogram (bucket floors, with counts)."""
-    import numpy as np
-
-    from benchbook.analysis.hdr import HdrHistogram
-
     df = read_hist(path)
     h = HdrHistogram(significant_figures=significant_figures)
     if len(df):
@@ -257,8 +253,6 @@ def catalogue(dataset_dir: Path | str):
     run (base file name) and one ``<kind>_path`` column per file kind (e.g. ``hist_path``,
     ``percentiles_path``; None where the file is absent).
     """
-    import pandas as pd
-
     root = Path(dataset_dir)
     meas = root / "measurements" if (root / "measurements").is_dir() else root
     runs: dict[tuple[str, str], dict[str, Any]] = {}
@@ -299,8 +293,6 @@ _STAT_RE = re.compile(r"^p(?P<p>\d+(?:\.\d+)?)$")
 
 def _field(row: Any, name: str) -> Any:
     """A catalogue field from an itertuples() row or a pandas Series (where .repeat is a method)."""
-    import pandas as pd
-
     return row[name] if isinstance(row, pd.Series) else getattr(row, name)
 
 
@@ -353,10 +345,6 @@ def run_statistic_ns(row: Any, statistic: str) -> tuple[float, str]:
     the discrete percentile of the 100 ns histogram (bucket floor); mean is the mean of the histogram
     at the bucket midpoints (within 50 ns). Raises ValueError when the run has no matched packets or
     lacks the file the statistic needs."""
-    import numpy as np
-
-    from benchbook.analysis.percentiles import discrete_rank
-
     kind, pct = parse_statistic(statistic)
     label = run_label(row)
     ladder_path = _field(row, "percentiles_path")
@@ -395,8 +383,6 @@ def run_statistic_ns(row: Any, statistic: str) -> tuple[float, str]:
 
 def ladder_series(path: str):
     """Percentile ladder as (percent 0..100, value ns), the input of an HDR percentile plot."""
-    import numpy as np
-
     df = read_percentiles(path)
     return df["percentile"].to_numpy(dtype=float) * 100.0, df["value"].to_numpy(dtype=np.int64)
 
@@ -406,8 +392,6 @@ def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy:
 
     repeat_policy "worst" takes the repeat with the highest maximum; an integer string ("0", "1",
     "2") takes that repeat. Returns (variant label -> (percent, value ns), run labels)."""
-    import numpy as np
-
     sub = cat[(cat["technology"] == technology) & (cat["rate_pps"] == rate_pps)]
     series: dict[str, Any] = {}
     runs: list[str] = []
@@ -433,11 +417,6 @@ def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy:
 def rate_table(cat):
     """Latency against packet rate: one row per run with p50, p99, p99.9, p99.99, max (ns) and the
     achieved post-DuT rate and transfer rate (received/sent)."""
-    import numpy as np
-    import pandas as pd
-
-    from benchbook.analysis.percentiles import ladder_value
-
     rows = []
     for r in cat.itertuples():
         ladder = read_percentiles(r.percentiles_path)
@@ -462,8 +441,6 @@ def rate_table(cat):
 def worst_series(cat) -> dict[str, Any]:
     """The dataset's worst-N files as worst-latency scatter series: run label -> (t_s, latency_ns),
     t = pre-DuT timestamp in seconds (the evaluator's capture-relative ns clock)."""
-    import numpy as np
-
     out = {}
     for r in cat[cat["worst_path"].notna()].itertuples():
         w = read_worst(r.worst_path)
@@ -474,8 +451,6 @@ def worst_series(cat) -> dict[str, Any]:
 def hist_tail_sample(hist_df, tail_quantile: float, bucket_ns: int = HIST_BUCKET_NS):
     """Tail of a bucketed histogram as a sample: (bucket midpoints >= threshold, expanded by count,
     threshold u [ns], n_total). u is the upper edge of the bucket holding the tail_quantile."""
-    import numpy as np
-
     values = hist_df["latency_bucket"].to_numpy(dtype=np.int64)
     counts = hist_df["count"].to_numpy(dtype=np.int64)
     order = np.argsort(values)

@@ -230,7 +230,7 @@ def _tracefs_mounted() -> bool:
 
 def samples_frame(samples: list[ProbeSample]) -> Any:
     """The samples as a pandas DataFrame (columns as ProbeSample's fields)."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 pandas: `benchbook tcp` imports this module without it
 
     return pd.DataFrame([s.__dict__ for s in samples])
 

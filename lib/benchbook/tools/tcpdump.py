@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,6 @@ def wait_until_written(path: Path | str, timeout_s: float = 20.0, polls: int = 5
     """Until tcpdump has written what it received: the file's size unchanged over ``polls`` polls
     ``interval_s`` apart (False when ``timeout_s`` passed first). Stopping tcpdump earlier can lose the
     packets still in its buffer."""
-    import time
-
     p = Path(path)
     deadline = time.monotonic() + timeout_s
     last, same = -1, 0

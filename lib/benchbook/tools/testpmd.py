@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +26,6 @@ _KV = re.compile(r"([A-Za-z][A-Za-z-]*):\s+(\d+)")
 
 class TestpmdError(BenchbookError, RuntimeError):
     pass
-
-
-def available() -> str | None:
-    return shutil.which(BINARY)
 
 
 def build_argv(ifaces: Sequence[str] = (), *, main_cpu: int, fwd_cpu: int, file_prefix: str,
