@@ -34,7 +34,7 @@ print(json.dumps({"ids": lo.tolist(), "hits": sum(st.cache_hits.values()), "miss
                   "module": mk.__file__}))
 """
 
-# classify (tcp_rules, an @njit(inline="always") helper) reached through a kernel of another module: a copy of
+# payload_bits (tcp_rules, an @njit(inline="always") helper) reached through a kernel of another module: a copy of
 # the shape tcp_flows has, so that the test does not compile the whole TCP kernel
 CALLER = '''
 from benchbook.analysis import tcp_rules as tr
@@ -43,9 +43,9 @@ from benchbook.kernels import njit
 
 @njit(cache=True)
 def zeek_retransmission(start, end, high):
-    return tr.classify(start, end, high, 0, 0, 0, False, 0, 0, 0, 0) & tr.RX_ZEEK
+    return tr.payload_bits(start, end, high, 0, False) & tr.RX_ZEEK
 '''
-CLASSIFY = """
+PAYLOAD_BITS = """
 import json
 from benchbook.analysis import mutant_caller as mc
 r = mc.zeek_retransmission(10, 20, 20)
@@ -90,7 +90,7 @@ def test_a_changed_helper_takes_effect_without_clearing_the_cache(tmp_path, case
                             "        return builder.xor(word, ir.Constant(i64, 0xFF))\n")
     else:
         (pkg / "mutant_caller.py").write_text(CALLER)
-        code, expect_before, expect_after = CLASSIFY, [1], [0]  # [10, 20) does not pass high = 20: zeek's T
+        code, expect_before, expect_after = PAYLOAD_BITS, [1], [0]  # [10, 20) does not pass high = 20: zeek's T
         helper, old, new = pkg / "tcp_rules.py", "    if end <= high:\n", "    if end < high:\n"
     first = _run(lib, code)
     assert first["ids"] == expect_before
