@@ -78,3 +78,13 @@ def test_resolved_percentiles_keeps_what_was_not_measured_and_names_what_it_hide
     assert why["99"] == "not resolvable at N = 367: p99 needs N >= 368 for a 95 % interval"
     assert resolved_percentiles({}, 5) == ({}, {})
     assert resolved_percentiles({"99": 1.5}, 368) == ({"99": 1.5}, {})
+
+
+@pytest.mark.parametrize("percent,k", [(50, 29), (50, 31)])
+def test_tail_exactly_at_alpha_half_where_the_float_ceiling_is_one_too_high(percent, k):
+    """alpha = 2 * 0.5^k, exact in binary: 0.5^k <= alpha/2 holds at N = k, while
+    ceil(ln(alpha/2) / ln(tail)) in floats gives k + 1: the guard must step back to k."""
+    tail = percent / 100
+    alpha = 2 * tail**k
+    assert math.ceil(math.log(alpha / 2) / math.log1p(-(1 - tail))) == k + 1
+    assert samples_needed(percent, alpha) == k
