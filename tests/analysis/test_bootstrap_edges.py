@@ -118,3 +118,11 @@ def test_batched_data_sets_each_get_their_own_bootstrap():
     assert dist.shape == (3, 300)
     assert np.allclose(est, np.log(np.median(b, axis=-1) / np.median(a, axis=-1)))
     assert not np.array_equal(dist[0], dist[1])
+
+
+def test_the_documented_defaults_ten_thousand_resamples_and_seed_zero():
+    a, b = SIX, [1.3, 1.1, 1.2, 1.25, 1.15, 1.4]
+    got = bootstrap_delta(a, b)
+    assert (got.resamples, got.seed, got.distribution.size) == (10_000, 0, 10_000)
+    assert got.intervals == bootstrap_delta(a, b, resamples=10_000, seed=0).intervals
+    assert list(got.intervals) == [0.90, 0.95]
