@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from decimal import Decimal, localcontext
 
 import pytest
 
@@ -88,3 +89,16 @@ def test_tail_exactly_at_alpha_half_where_the_float_ceiling_is_one_too_high(perc
     alpha = 2 * tail**k
     assert math.ceil(math.log(alpha / 2) / math.log1p(-(1 - tail))) == k + 1
     assert samples_needed(percent, alpha) == k
+
+
+@pytest.mark.parametrize("percent,alpha,low", [(60, 0.15551999999999996, 5), (40, 0.15551999999999996, 5),
+                                               (75, 0.1126270294189453, 10)])
+def test_alpha_half_just_below_a_tail_power_where_the_float_ceiling_is_one_too_low(percent, alpha, low):
+    """0.6^5 = 0.07776 lies a hair above alpha/2 here, so N = 6 is needed, while the float ceiling gives 5: the
+    second guard must step up. The truth in 200-digit decimals (percent as its decimal, alpha as its binary)."""
+    tail = max(Decimal(percent) / 100, 1 - Decimal(percent) / 100)
+    with localcontext() as ctx:
+        ctx.prec = 200
+        truth = next(n for n in range(1, 1000) if tail**n <= Decimal(alpha) / 2)
+    assert math.ceil(math.log(alpha / 2) / math.log1p(-float(1 - tail))) == low == truth - 1
+    assert samples_needed(percent, alpha) == truth
