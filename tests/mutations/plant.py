@@ -3,8 +3,9 @@
 Every mutation is one exact text replacement in one library file, found by its text (so it still applies
 when the file moves; a mutation lists the text of each form the code has had). For each, the tree (without
 .venv and .git) is copied to a temporary folder, the bug is planted there, and pytest runs the named tests
-against the copy with a short per-test timeout: a mutation is caught when at least one test fails or the
-timeout ends the run (a hang). The same tests must pass on the unplanted tree first.
+against the copy with a short per-test timeout: a mutation is caught when at least one test fails, the
+timeout ends the run (a hang) or the interpreter dies (a crash: a kernel writing past an array). The same tests
+must pass on the unplanted tree first.
 
     .venv/bin/python tests/mutations/plant.py            # every mutation (make mutate)
     .venv/bin/python tests/mutations/plant.py --list
@@ -432,9 +433,13 @@ def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int,
 def verdict_of(rc: int, out: str) -> tuple[bool, list[str]]:
     """(caught, [what failed]) from a pytest run on the planted copy."""
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+    started = re.findall(r"^(tests/\S+::\S+)", out, re.M)
     if "Timeout" in out and "+++++" in out:
-        started = re.findall(r"^(tests/\S+::\S+)", out, re.M)
         failed.append(f"{started[-1] if started else '?'} (TIMEOUT: the run was ended by pytest-timeout)")
+    crash = re.search(r"^Fatal Python error: (.+)$", out, re.M)
+    if crash or rc < 0:  # the planted bug killed the interpreter (e.g. a kernel writing past an array)
+        why = crash.group(1) if crash else f"killed by signal {-rc}"
+        failed.append(f"{started[-1] if started else '?'} (CRASH: {why})")
     return rc != 0 and bool(failed), failed
 
 
