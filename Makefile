@@ -89,8 +89,9 @@ lint: venv
 # packages beside the Python environment, then the kernel build and lint), the DuT root file systems are built
 # beside the tests (the tests that start a container or boot a guest wait for them), and pytest-xdist runs one
 # worker per core, tests that share host state one after another in groups (tests/conftest.py,
-# docs/testing.md "Running in parallel").
-TEST_WORKERS ?= $(shell nproc)
+# docs/testing.md "Running in parallel"). The online CPUs, not nproc: nproc follows the affinity of the shell, which
+# a CPU isolation recipe running elsewhere on the machine (a cpuset holding every task) may have narrowed.
+TEST_WORKERS ?= $(shell getconf _NPROCESSORS_ONLN)
 test:
 	@$(MAKE) --no-print-directory -j4 test-run dut-rootfs
 

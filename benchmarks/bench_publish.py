@@ -9,7 +9,6 @@ only) and reused by later runs of the benchmark.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -42,16 +41,6 @@ def _runs_dir(quick: bool) -> Path:
             if proc.returncode not in (0, 4):  # partial entries still leave a run to publish
                 print(proc.stdout[-2000:], file=sys.stderr)
     return runs
-
-
-def _mb(path: Path) -> float:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            p = Path(dirpath) / name
-            if not p.is_symlink():
-                total += p.stat().st_size
-    return total / 1e6
 
 
 def _stock_nbconvert_s(notebooks: list[Path]) -> tuple[float, int]:

@@ -37,6 +37,7 @@ GROUP_OF_FILE = {
     "testbed/test_kvm_guest.py": "kvm",
     # one set of reproduced runs, one site built from them, one browser (publish/conftest.py)
     "publish/test_browser.py": "publish",
+    "publish/test_measured_site.py": "publish",
     "publish/test_site.py": "publish",
     "publish/test_lab.py": "publish",
 }

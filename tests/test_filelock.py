@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,10 +32,20 @@ def _hold(path: Path, seconds: float) -> subprocess.Popen:
     return proc
 
 
+@contextmanager
+def _held(path: Path, seconds: float) -> Iterator[subprocess.Popen]:
+    """Another process holding the lock at ``path`` for ``seconds``; killed when the block ends."""
+    proc = _hold(path, seconds)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_non_blocking_conflict_names_the_holder(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "x.lock"
-    proc = _hold(path, 60)
-    try:
+    with _held(path, 60) as proc:
         with pytest.raises(LockBusy) as info:
             FileLock(path, blocking=False).acquire()
         assert isinstance(info.value, BenchbookError)
@@ -41,15 +53,11 @@ def test_non_blocking_conflict_names_the_holder(tmp_path: Path) -> None:
         assert f"held by pid {proc.pid}" in str(info.value) and "test holder" in str(info.value)
         with pytest.raises(LockBusy, match="locked for 0.3 s"):
             FileLock(path, timeout_s=0.3).acquire()
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_blocking_waits_for_release(tmp_path: Path) -> None:
     path = tmp_path / "x.lock"
-    proc = _hold(path, 1.0)
-    try:
+    with _held(path, 1.0):
         with pytest.raises(LockBusy):
             FileLock(path, blocking=False).acquire()
         with FileLock(path, description="second") as lock:
@@ -57,9 +65,6 @@ def test_blocking_waits_for_release(tmp_path: Path) -> None:
             holder = json.loads(path.read_text())
             assert holder["pid"] == os.getpid() and holder["description"] == "second"
         assert path.read_text() == ""
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_killed_holder_releases_and_is_reported(tmp_path: Path) -> None:

@@ -50,5 +50,5 @@ def test_every_registered_plug_in_resolves():
     for reg in (BACKENDS, DUT_KINDS, ENGINES, ISOLATION_MODES):
         for name in reg.names():
             assert reg.get(name) is not None, (reg.what, name)
-    assert {"local", "testbed", "ssh"} <= set(BACKENDS) and {"testpmd", "kernel", "testpmd-lxc"} <= set(DUT_KINDS)
+    assert {"local", "testbed", "ssh"} <= set(BACKENDS) and {"testpmd", "ip-forward", "testpmd-lxc"} <= set(DUT_KINDS)
     assert set(ENGINES) == {"local", "dask"} and set(ISOLATION_MODES) == {"none", "v1", "v2"}

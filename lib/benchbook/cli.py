@@ -7,7 +7,7 @@ Ctrl-C ends with status 130.
 
 Exit status of every command: 0 ok, 1 a data or verdict problem (bad input file, failed run,
 unexpected error), 2 a usage error (bad option or argument); `benchbook reproduce` adds its
-outcome codes (README, "Exit codes").
+outcome codes (docs/reproducing.md; every command: docs/runs.md, "Exit codes and errors").
 
 Start-up: a command line naming one command builds an app holding only that command's module (building all
 27 commands costs typer about 30 ms); `benchbook`, `--help` and unknown names get the whole app, which is also

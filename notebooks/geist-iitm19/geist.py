@@ -146,7 +146,17 @@ def shape_statistics(run: FlowsRun) -> list[Statistic]:
                 Statistic("share_shape_ok", c["share_shape_ok"], c["judged"], "", "share of judged epochs concave "
                           "up to W_max and convex beyond it (cubic fit); n: epochs judged"),
                 Statistic("reduction_median", c["reduction_median"], len(c["epochs"]), "", "median over loss "
-                          "epochs of the smallest cwnd after a loss / the largest before it; n: loss epochs")]
+                          "epochs of the smallest cwnd after a loss / the largest before it; n: loss epochs"),
+                Statistic("epochs_judged", c["judged"], None, "", f"loss epochs with at least {MIN_EPOCH_SAMPLES} "
+                          "samples that reach W_max again (a cubic fitted; epochs cut by the run's end left out)"),
+                Statistic("epochs_shape_ok", sum(bool(x.get("shape_ok")) for x in c["epochs"]), None, "",
+                          "judged epochs concave up to W_max and, where they pass it, convex beyond it (cubic fit: "
+                          "positive leading coefficient, inflection inside the epoch, or not before 90 % of the time "
+                          "W_max is reached when the next loss comes at W_max)"),
+                Statistic("epochs_passing", c["passing"], None, "", f"judged epochs whose window passes W_max by "
+                          f"more than {PEAK_SLACK:.0%} (they have a convex part)"),
+                Statistic("epochs_passing_convex", c["passing_convex"], None, "", "judged epochs that pass W_max "
+                          "and fit a cubic with its inflection inside the epoch: convex beyond W_max")]
     if cca == "bbr":
         b = bbr_cycle(s)
         return [Statistic("cycle_over_min_rtt", b["cycle_over_min_rtt"], b["probe_phases"], "", "median time "
@@ -288,27 +298,25 @@ def cwnd_figure(s: dict[str, np.ndarray], title: str, marks: list[dict[str, Any]
 
 
 def add_verdict_rows(verdict: Any, result: dict[str, Any], shapes: dict[str, dict[str, Any]], figure: str) -> None:
+    """The info rows beside the judged ones (the published values and claims are judged across runs by
+    ``verdict.judge_runs``): of the first valid run per congestion control."""
     link = result["link"]
     reps = result.get("repetitions", 1)
     setup = (f"{link['rate_bps'] / 1e6:g} Mbit/s, +{link['delay_ms']:g} ms, FIFO {link['buffer_packets']} packets, "
              + (f"one {result['duration_s']} s run" if reps == 1 else
                 f"the first valid of {reps} runs of {result['duration_s']} s"))
-    if figure == "fig1":  # its published values and claims are judged across runs (verdict.judge_runs)
+    if figure == "fig1":
         r = shapes.get("reno")
         if r:
             verdict.add("Reno: increase per RTT between losses", None, r["increase_per_rtt_median"], "segments",
                         result["runs"]["reno"]["dir"], "info", "median over loss epochs of the fitted slope times "
                         f"the mean sampled RTT (RFC 5681: about one segment per RTT); {setup}")
         return
-    _rows(verdict, result, "cubic", shapes.get("cubic"), setup, [
-        ("Fig. 4 (Cubic): W_max reached again", "first_w_max_reached_s", None),
-        ("Fig. 4 (Cubic): cwnd at the slowest growth / W_max", "slowest_over_w_max_median", "judged"),
-        ("Fig. 4 (Cubic): share of epochs concave up to W_max and convex beyond it", "share_shape_ok", "judged")])
     c = shapes.get("cubic")
     if c:
         verdict.add("Cubic: epochs that pass W_max and are convex beyond it", None, c["passing_convex"], "",
                     result["runs"]["cubic"]["dir"], "info", f"of {c['passing']} epoch(s) that pass W_max (the others "
-                    "end with a loss at W_max, where the link is full, and have no convex part)")
+                    f"end with a loss at W_max, where the link is full, and have no convex part); {setup}")
         verdict.add("Cubic: cwnd after a loss / cwnd before it", None, c["reduction_median"], "",
                     result["runs"]["cubic"]["dir"], "info", "the text says Cubic 'behaves similarly [to Reno] when "
                     f"receiving a lost packet'; Linux's cubic multiplies by beta = 717/1024 ({CUBIC_BETA:.3f})")
@@ -320,18 +328,3 @@ def add_verdict_rows(verdict: Any, result: dict[str, Any], shapes: dict[str, dic
     elif "bbr" in result["ccas"]:
         verdict.add("BBR (benchbook's extension): ProbeBW gain cycle / min RTT", None, None, "", "", "info",
                     f"not run: {result['not_runnable'].get('bbr', 'no run')}")
-
-
-def _rows(verdict: Any, result: dict[str, Any], cca: str, shape: dict[str, Any] | None, setup: str,
-          rows: list[tuple[str, str, str | None]]) -> None:
-    runs = result["runs"].get(cca, {}).get("dir", "")
-    for name, key, count in rows:
-        pv = verdict.entry.published_value(name)
-        if shape is None:
-            verdict.not_derivable(pv, f"not derivable here: {result['not_runnable'].get(cca, 'no completed run')}")
-        elif count is None:
-            verdict.not_derivable(pv, "not derivable: the paper states no link rate, RTT or buffer, and this time "
-                                      "depends on them; measured here: "
-                                      + (f"{shape[key]:.2f} s" if shape[key] is not None else "never") + f" ({setup})")
-        else:
-            verdict.check(pv, shape[key], runs, f"{count}: {shape[count]} epoch(s) ({setup})")

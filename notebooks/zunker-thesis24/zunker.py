@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from benchbook.analysis.resolvability import resolve
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import During, FlowsArm, FlowsRun, flows_run
 from benchbook.experiment.repetitions import RunContext, Statistic, run_repetitions
@@ -32,6 +33,9 @@ from benchbook.tools import udp_probe
 
 PROBE_PORT = 7000
 LEAD_S = 1.0          # the probe runs alone this long before the TCP flow starts
+# the receiver ends this long after the last probe arrived (at 100 packets/s a second is 100 probe gaps, far above
+# the longest queueing delay, a 1000-packet FIFO at 100 Mbit/s holding about 0.12 s); it waited out a fixed 3 s
+IDLE_S = 1.0
 
 
 def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps: float) -> LinkSpec:
@@ -44,7 +48,7 @@ def link_of(arm: str, rate_mbps: float, buffer_packets: int, isolated_rate_mbps:
 
 def _probe_argv(duration_s: float, rate_pps: float, size_bytes: int, out: Path) -> tuple[list[str], list[str]]:
     return (udp_probe.send_argv(RCV_ADDR, PROBE_PORT, rate_pps, duration_s, size_bytes),
-            udp_probe.recv_argv(PROBE_PORT, duration_s + 3, out))
+            udp_probe.recv_argv(PROBE_PORT, duration_s + 3, out, idle_s=IDLE_S))
 
 
 def dry_run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_pps: float, size_bytes: int,
@@ -89,13 +93,15 @@ def _probe_statistics(duration_s: int, bound_ms: float | None) -> Callable[[Flow
         info = {"dir": ".", **run.ctx.metrics}
         st = under_load(probe_latencies(run.directory, info), info, duration_s, bound_ms or float("inf"))
         window = f"probes sent while the TCP flow ran, its first second left out ({st['expected']} expected)"
+        p99 = resolve(99.0, st["received"])      # V2: a run's p99 needs 368 probes (duration_s >= 5 at 100/s)
         out = [Statistic("probe_p50_ms", st["p50_ms"], st["received"], "ms", "median one-way latency (numpy "
                          f"linear interpolation) of the {window}; n: received"),
-               Statistic("probe_p99_ms", st["p99_ms"], st["received"], "ms", "99th percentile one-way latency "
-                         f"(numpy linear interpolation) of the {window}; n: received"),
+               Statistic("probe_p99_ms", st["p99_ms"] if p99.ok else None, st["received"], "ms", "99th percentile "
+                         f"one-way latency (numpy linear interpolation) of the {window}; n: received"
+                         + ("" if p99.ok else f"; null: {p99.reason}")),
                Statistic("probe_lost", st["lost"], st["expected"], "packets", f"{window}: not received"),
-               Statistic("probe_alone_p50_ms", st["alone_p50_ms"], None, "ms", "median one-way latency of the "
-                         f"probes sent in the {LEAD_S:g} s before the TCP flow")]
+               Statistic("probe_alone_p50_ms", st["alone_p50_ms"], st["alone_received"], "ms", "median one-way "
+                         f"latency of the probes sent in the {LEAD_S:g} s before the TCP flow; n: received")]
         if bound_ms is not None:
             out.append(Statistic("probe_share_within_bound", st["share_within_bound"], st["expected"], "",
                                  f"share of the {window} received within {bound_ms:g} ms (lost ones count as late)"))
@@ -151,7 +157,7 @@ def probe_latencies(output_dir: Path | str, arm_info: dict[str, Any]) -> dict[st
 def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: int, bound_ms: float) -> dict[str, Any]:
     """Over the probes sent while the TCP flow ran (t in [1 s, duration]: its first second is slow start):
     share received within ``bound_ms`` (lost probes count as late), p50, p99 and the lost count; and the
-    probe's median latency alone (before the TCP flow)."""
+    probe's median latency alone (before the TCP flow) with the number of probes behind it."""
     rate = arm_info["sent"] / (LEAD_S + duration_s + 1)
     first = int(np.ceil((LEAD_S + 1.0) * rate))
     last = int(np.floor((LEAD_S + duration_s) * rate))
@@ -163,7 +169,7 @@ def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: i
             "share_within_bound": float(np.sum(lat <= bound_ms) / expected) if expected else None,
             "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
             "p99_ms": float(np.percentile(lat, 99)) if lat.size else None,
-            "alone_p50_ms": float(np.median(alone)) if alone.size else None}
+            "alone_received": int(alone.size), "alone_p50_ms": float(np.median(alone)) if alone.size else None}
 
 
 def cdf_figure(lat: dict[str, np.ndarray], bound_ms: float, title: str) -> Any:
@@ -181,26 +187,23 @@ def cdf_figure(lat: dict[str, np.ndarray], bound_ms: float, title: str) -> Any:
 LABEL = {"fifo": "Without the traffic shaper", "isolated": "With the traffic shaper"}
 
 
-def add_verdict_rows(verdict: Any, result: dict[str, Any], stats: dict[str, dict[str, Any]], bound_ms: float) -> None:
-    why = ("not derivable: the thesis measures through its WAN Connector over four emulated LEO links replaying the "
-           "ESA SCNE latency trace (the 56 ms bound is the mean of those links' mean latencies), with CAKE as the "
-           "shaper; neither the WAN Connector, the trace nor CAKE is available here; the info rows show the same "
-           "comparison on the local bottleneck alone (no path latency), with htb classes standing in for CAKE")
-    for arm in ("fifo", "isolated"):
-        name = f"{LABEL[arm]}: share of probes within {bound_ms:g} ms"
-        verdict.not_derivable(name, why if arm in stats else
-                              f"not derivable here: {result['not_runnable'].get(arm, 'arm not run')}")
-    for arm, st in stats.items():
-        info = result["arms"][arm]
-        setup = (f"{info['link']['rate_bps'] / 1e6:g} Mbit/s, pfifo {info['link']['buffer_packets']} packets"
-                 + (f" per class, probe class {info['link']['isolated_rate_bps'] / 1e6:g} Mbit/s guaranteed, "
-                    "priority 0" if arm == "isolated" else "") + f"; {st['expected']} probes under load, "
-                 f"{st['lost']} lost (counted as late)")
-        verdict.add(f"{arm}: share of probes within {bound_ms:g} ms (local bottleneck only)", None,
-                    st["share_within_bound"], "", info["dir"], "info", setup)
-        verdict.add(f"{arm}: probe one-way latency p50 / p99 under load", None,
-                    None if st["p50_ms"] is None else f"{st['p50_ms']:.2f} / {st['p99_ms']:.2f}", "ms", info["dir"],
-                    "info", f"alone (before the TCP flow): p50 {st['alone_p50_ms']:.3f} ms"
-                    if st["alone_p50_ms"] is not None else "")
-        verdict.add(f"{arm}: TCP background throughput", None, (info["tcp_receiver_bps"] or 0) / 1e6, "Mbit/s",
-                    info["dir"], "info", "one cubic iperf3 flow saturating the bottleneck")
+def add_info_rows(verdict: Any, result: dict[str, Any], output_dir: Path | str, bound_ms: float) -> None:
+    """The context rows (never judged) after ``verdict.judge_runs(output_dir)``: per arm its set-up, and over its
+    valid runs the share of probes within ``bound_ms``, the probe's p50 and p99 under load and alone, and the TCP
+    flow's throughput (median with the 95 % interval of the median; a p99 the runs cannot resolve says so); an arm
+    that could not run says why."""
+    for arm, why in result["not_runnable"].items():
+        verdict.add(f"{arm}: not runnable here", None, None, "", "", "info", why)
+    for arm, info in result["arms"].items():
+        link = info["link"]
+        setup = (f"{link['rate_bps'] / 1e6:g} Mbit/s, pfifo {link['buffer_packets']} packets"
+                 + (f" per class, probe class {link['isolated_rate_bps'] / 1e6:g} Mbit/s guaranteed, priority 0"
+                    if arm == "isolated" else "") + f"; {info['valid_runs']} valid run(s)")
+        verdict.add(f"{arm}: set-up ({LABEL[arm].lower()}, local bottleneck only)", None, None, "", arm, "info", setup)
+        verdict.add_run_summary(f"{arm}: share of probes within {bound_ms:g} ms (local bottleneck only)", output_dir,
+                                arm, "probe_share_within_bound", note="lost probes count as late")
+        for stat, what in (("probe_p50_ms", "p50 under load"), ("probe_p99_ms", "p99 under load"),
+                           ("probe_alone_p50_ms", "p50 alone, before the TCP flow")):
+            verdict.add_run_summary(f"{arm}: probe one-way latency, {what}", output_dir, arm, stat)
+        verdict.add_run_summary(f"{arm}: TCP background throughput", output_dir, arm, "flow1.receiver_bps", 1e-6,
+                                "Mbit/s", "one cubic iperf3 flow saturating the bottleneck")

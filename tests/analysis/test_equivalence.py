@@ -130,3 +130,10 @@ def test_holm_against_its_definition_and_family_wise_error() -> None:
     k = k_of_m(2, 12)
     assert k.expected == pytest.approx(0.6) and k.p_chance == pytest.approx(1 - 0.95**12 - 12 * 0.05 * 0.95**11)
     assert k.text().startswith("2 of 12 different; 0.6 expected by chance")
+
+
+def test_margin_printed_with_one_plus_minus_sign() -> None:
+    """A margin declared in a TOML carries its ± ("±5 %"), one given to compare --margin does not ("5%"): the reasons
+    print one sign either way (they printed "+-±5 %")."""
+    assert Margin(0.05, "difference", "±5 %").plus_minus == "±5 %"
+    assert parse_margin("5%", "log-ratio").plus_minus == "±5%"

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from benchbook.analysis.fairness import (
     FairnessError,
     FlowSeries,
-    confidence_interval,
     convergence_time_s,
     jain_index,
     jain_of_means,
@@ -107,17 +106,6 @@ def test_rtt_fairness_ratio() -> None:
     assert r["ratio_short_over_long"] == pytest.approx(67.88 / 22.92)
     with pytest.raises(FairnessError, match="different base RTT"):
         rtt_fairness({"a": 1.0, "b": 2.0}, {"a": 0.01, "b": 0.01})
-
-
-def test_confidence_interval_student_t() -> None:
-    ci = confidence_interval([1.0, 2.0, 3.0])
-    # t(0.975, 2) = 4.3027 (printed t tables), s = 1, n = 3
-    assert ci.mean == 2.0
-    assert ci.half_width == pytest.approx(4.3027 / math.sqrt(3), rel=2e-5)
-    one = confidence_interval([5.0])
-    assert one.n == 1 and math.isnan(one.low)
-    with pytest.raises(FairnessError):
-        confidence_interval([])
 
 
 @given(st.lists(st.integers(-2**62, 2**62), max_size=60))

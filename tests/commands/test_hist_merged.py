@@ -16,7 +16,6 @@ from benchbook.analysis import hlog_merge
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hlog import HlogWriter, read_hlog
 from benchbook.analysis.latency import DEFAULT_MAX_LATENCY_NS
-from benchbook.analysis.percentiles import REPORTED_PERCENTILES
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.commands import hist as hist_cmd
 
@@ -156,4 +155,3 @@ def test_a_bad_log_leaves_the_merged_files_as_they_were(tmp_path, logs):
 
 def test_defaults_are_those_of_benchbook_latency():
     assert round(hlog_merge.DEFAULT_MAX_LATENCY_MS * 1e6) == DEFAULT_MAX_LATENCY_NS
-    assert hlog_merge.PERCENTILES == REPORTED_PERCENTILES

@@ -1,5 +1,5 @@
 """`benchbook synth pair` then `benchbook latency` from the shell: the latency command finds the
-generator's truth (the README's first tour step)."""
+generator's truth (a step of the README's tour)."""
 
 from __future__ import annotations
 

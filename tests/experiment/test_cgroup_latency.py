@@ -8,9 +8,10 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
 from benchbook.capture.synth import LatencyModel, make_capture_pair
 from benchbook.experiment import cgroup_latency as cl
 from benchbook.tools import loadgen
@@ -33,7 +34,7 @@ def test_discrete_percentiles_match_reference():
     got = discrete_percentiles(np.sort(np.array(vals)), [0.1, 25, 50, 90, 99, 99.9, 100])
     for p in (0.1, 25, 50, 90, 99, 99.9, 100):
         assert got[p] == ref_percentile(vals, p), p
-    assert discrete_percentiles(np.array([], dtype=np.int64), cl.PERCENTILES) == {p: None for p in cl.PERCENTILES}
+    assert discrete_percentiles(np.array([], dtype=np.int64), [50.0, 99.99]) == {50.0: None, 99.99: None}
     # the exact-rank edge: 1000 distinct values, p = 99.9 is the 999th (floating point alone says the 1000th)
     thousand = np.arange(1, 1001)
     assert discrete_percentiles(thousand, [99.9])[99.9] == ref_percentile(thousand.tolist(), 99.9) == 999
@@ -60,6 +61,13 @@ def test_analyse_point_on_generated_pair_with_known_truth(tmp_path):
     ref = sorted(kept.tolist())
     for p in ("50", "99", "99.9"):
         assert an["percentiles_ns"][p] == ref_percentile(ref, float(p))
+    # the summary's percentiles (analysis.percentiles.REPORTED_PERCENTILES): about 19,800 matched packets cannot
+    # resolve p99.99 (36,887 needed) nor p99.999: null with the reason, never a number (V2)
+    assert list(an["percentiles_ns"]) == list(REPORTED_PERCENTILES)
+    assert an["percentiles_ns"]["99.99"] is None and an["percentiles_ns"]["99.999"] is None
+    assert an["unresolved_percentiles"]["99.99"] == f"not resolvable at N = {c['matched']}: p99.99 needs N >= 36887 " \
+                                                    "for a 95 % interval"
+    assert set(an["unresolved_percentiles"]) == {"99.99", "99.999"}
     assert (tmp_path / "latencies.parquet").exists()
 
 
@@ -76,7 +84,7 @@ def test_worst_repetition_and_perf_table_keep_missing_as_missing():
            _point("v1", 2, 200, 60, [tc(30.0), ns])]
     assert cl.worst_repetition(pts)["repetition"] == 1
     assert cl.worst_repetition(pts, "99.9")["repetition"] == 2
-    result = {"params": {"cgroup_modes": ["v1", "v2"]}, "points": pts,
+    result = {"params": {"isolation_modes": ["v1", "v2"]}, "points": pts,
               "arms": {"v1": {"runnable": True, "reason": ""}, "v2": {"runnable": False, "reason": "no v2 cpuset"}}}
     t = cl.perf_table(result)
     row = t[(t["mode"] == "v1") & (t["event"] == "task-clock")].iloc[0]
@@ -99,3 +107,17 @@ def test_params_reject_unknown_and_tiny_frames():
         cl.ExperimentParams.from_dict({"rate": 5})
     with pytest.raises(ValueError, match="at least 64"):
         cl.ExperimentParams.from_dict({"frame_size": 60})
+
+
+def test_a_point_without_packets_before_the_dut_shows_its_loss_as_unknown_not_zero():
+    cap = {"captured": 0, "dropped_by_kernel": 0, "received_by_filter": 0}
+    p = {"mode": "v1", "rate_pps": 1000.0, "repetition": 1, "status": "complete",
+         "loadgen": {"sent": 1000, "requested_pps": 1000.0, "achieved_pps": 1000.0, "frame_size": 64},
+         "captures": {"pre": cap, "post": cap},
+         "analysis": {"counts": {"pre": 0, "post": 0, "matched": 0, "lost": 0}, "max_ns": None,
+                      "percentiles_ns": {"50": None, "99": None, "99.9": None}}}
+    assert cl.point_metrics(p)["loss_fraction"] is None
+    assert "loss unknown," in cl.point_label(p) and "0.00 %" not in cl.point_label(p)
+    fig = cl.annotate_points(go.Figure(), {"params": {"isolation_modes": ["v1"]}, "arms": {}, "points": [p]}, 1000.0)
+    text = fig.layout.annotations[0].text
+    assert "loss unknown," in text and "0.00 %" not in text

@@ -56,8 +56,8 @@ def test_reproduce_fig3_testbed_dry_run_lists_tool_commands(tmp_path):
     files = list(tmp_path.rglob(lp.DRY_RUN_FILE))
     assert len(files) == 1, files
     hosts = lp.read_dry_run(files[0])
-    # the entry's parameters: rates_pps = [10000], the notebook's 3 repetitions of v1 and v2, 3 s
-    _assert_testbed_commands_from_tools(hosts, [10000.0], ["v1", "v2"], 3, 3)
+    # the entry's [parameters]: rates_pps = [10000], 6 repetitions of v1 and v2, 1 s each
+    _assert_testbed_commands_from_tools(hosts, [10000.0], ["v1", "v2"], 6, 1)
     assert "## host dut" in r.stdout, "the CLI prints the dry run"
     run_dir = files[0].parent
     assert not any((run_dir / "raw").rglob("*")) and not (run_dir / lp.RESULT_FILE).exists(), "nothing measured"
@@ -65,7 +65,7 @@ def test_reproduce_fig3_testbed_dry_run_lists_tool_commands(tmp_path):
 
 def test_testbed_dry_run_direct(tmp_path):
     params = lp.ExperimentParams(backend="testbed", inventory=str(INVENTORY), dry_run=True,
-                                 rates_pps=[1.52e6, 6.24e6], repetitions=2, cgroup_modes=["v1", "v2"], duration_s=60)
+                                 rates_pps=[1.52e6, 6.24e6], repetitions=2, isolation_modes=["v1", "v2"], duration_s=60)
     result = lp.run_experiment(params, tmp_path)
     assert result["points"] == [] and (tmp_path / lp.DRY_RUN_FILE).exists()
     hosts = lp.read_dry_run(tmp_path / lp.DRY_RUN_FILE)
@@ -74,7 +74,7 @@ def test_testbed_dry_run_direct(tmp_path):
 
 
 def test_local_dry_run_lists_tool_commands_and_creates_nothing(tmp_path):
-    params = lp.ExperimentParams(dry_run=True, rates_pps=[5000], repetitions=1, cgroup_modes=["v1"], duration_s=2)
+    params = lp.ExperimentParams(dry_run=True, rates_pps=[5000], repetitions=1, isolation_modes=["v1"], duration_s=2)
     before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     lp.run_experiment(params, tmp_path)
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
@@ -107,7 +107,7 @@ def test_dry_run_of_each_backend_is_its_plan(tmp_path):
     inventory): nothing restated beside the plan; run-time values appear as their placeholders."""
     for name, extra in (("local", {}), ("testbed", {"inventory": str(INVENTORY)})):
         params = lp.ExperimentParams(backend=name, dry_run=True, rates_pps=[5000, 20000], repetitions=2,
-                                     cgroup_modes=["v1", "v2", "none"] if name == "local" else ["v1", "v2"],
+                                     isolation_modes=["v1", "v2", "none"] if name == "local" else ["v1", "v2"],
                                      duration_s=2, **extra)
         lp.run_experiment(params, tmp_path / name)
         printed = lp.read_dry_run(tmp_path / name / lp.DRY_RUN_FILE)
@@ -129,7 +129,7 @@ def test_dry_run_of_each_backend_is_its_plan(tmp_path):
 def test_dry_run_lists_the_runs_in_the_runners_seeded_order(tmp_path):
     """With a seed, the dry run lists the points in the order the repetition runner will run them (one permuted
     block of the arms = mode x rate per round), each in its run's directory raw/<arm>/rep<k>/."""
-    params = lp.ExperimentParams(dry_run=True, rates_pps=[5000, 20000], repetitions=3, cgroup_modes=["v1", "none"],
+    params = lp.ExperimentParams(dry_run=True, rates_pps=[5000, 20000], repetitions=3, isolation_modes=["v1", "none"],
                                  duration_s=1, seed=11)
     lp.run_experiment(params, tmp_path)
     pre = [c for c in lp.read_dry_run(tmp_path / lp.DRY_RUN_FILE)["lg"] if " tcpdump -i " in c]

@@ -17,10 +17,10 @@ _.do_PUT  # as do_POST
 _.do_DELETE  # as do_POST
 _.do_PATCH  # as do_POST
 _.do_OPTIONS  # as do_POST
-_.allow_stdin  # an nbclient NotebookClient trait (experiment/kernel_session)
-_.shutdown_wait_time  # an nbclient NotebookClient trait (experiment/kernel_session)
-_.execute_managed_notebook  # papermill's engine API calls it (experiment/kernel_session's engine)
-_.kernel_snapshot  # called by name inside the Jupyter kernel (experiment/kernel_session._call)
+_.allow_stdin  # an nbclient NotebookClient trait (experiment/jupyter_session)
+_.shutdown_wait_time  # an nbclient NotebookClient trait (experiment/jupyter_session)
+_.execute_managed_notebook  # papermill's engine API calls it (experiment/jupyter_session's engine)
+_.kernel_snapshot  # called by name inside the Jupyter kernel (experiment/jupyter_session._call)
 _.kernel_begin_point  # as kernel_snapshot
 _.kernel_end_point  # as kernel_snapshot
 _.datePublished  # an RO-Crate property, written into ro-crate-metadata.json (experiment/rocrate_export)
@@ -35,7 +35,7 @@ typingctx  # numba's @intrinsic passes the typing context as the first argument 
 # --- looked up by name at run time
 _.from_spec  # the engines' factories, registered as "module:Class.from_spec" (engine/options.ENGINES)
 plan_testpmd  # a DuT kind's planner, registered as "module:attribute" (testbed/dut.DUT_KINDS)
-plan_kernel  # as plan_testpmd
+plan_ip_forward  # as plan_testpmd
 plan_testpmd_lxc  # as plan_testpmd (testbed/lxc_dut)
 _.load8  # match_kernel loads it by name: numba_global("benchbook.analysis.match_intrinsics", "load8")
 _._put  # Executor runs a step through getattr(self, f"_{step.kind}") (testbed/plan)
@@ -59,6 +59,8 @@ _.unmatched_post  # a field of the synthetic pair's truth, read by name in Truth
 _.duplicated  # the generator's per-packet truth beside id, t_pre_ns and latency_ns, for callers (capture/synth)
 _.estimator  # what statistic a loaded run carries, per input kind (analysis/run_sets.Run)
 _.ci90_value  # a field of a measured verdict row, written into verdict.json by asdict (reproduce/verdict_rows)
+_.unit_a  # a field of a judged claim, written into verdict.json by asdict; the site heads a's per-run values
+# with it (reproduce/verdict_rows, publish/measured_view)
 
 # --- slots of a layout unpacked from range(): each slot is named so the indices stay right
 FL_HS  # analysis/tcp_flows: the flow array's handshake slot

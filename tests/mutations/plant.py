@@ -382,6 +382,31 @@ MUTATIONS = (
         hint="judge.py",
     ),
     Mutation(
+        "judge-claim-resolvability-skipped",
+        "a claim on a maximum, or on a percentile its runs' N cannot resolve, is judged like any statistic",
+        (("              if (why := within_run_limit(ref.statistic, got.n)) is not None]",
+          "              if (why := within_run_limit(ref.statistic, got.n)) is None and False]"),),
+        ("tests/reproduce/test_judge.py::test_statistics_no_run_resolves_are_never_judged_as_numbers",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "judge-percentile-on-resolving-runs",
+        "a percentile some runs cannot resolve (stored null) is judged on the runs that happen to resolve it",
+        (("        if not ok.all() and _PERCENTILE.search(ref.statistic):",
+          "        if False and _PERCENTILE.search(ref.statistic):"),),
+        ("tests/reproduce/test_judge.py::test_statistics_no_run_resolves_are_never_judged_as_numbers",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "cgroup-point-unresolvable-percentile-printed",
+        "a point of the cgroup-latency sweep reports every percentile of the summary, also those its matched "
+        "packets cannot resolve (p99.99 from 19,800 packets)",
+        (("    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))",
+          "    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, 10**9)"),),
+        ("tests/experiment/test_cgroup_latency.py::test_analyse_point_on_generated_pair_with_known_truth",),
+        hint="cgroup_latency.py",
+    ),
+    Mutation(
         "verdict-failed-principal-claim-not-mismatch",
         "a principal claim that fails leaves the entry inconclusive instead of a mismatch",
         (("        if FAILS in verdicts:\n            return MISMATCH", "        if FAILS in verdicts:\n"
@@ -395,6 +420,16 @@ MUTATIONS = (
         (("        margin, need = pv.margin_rel, pp / abs(pv.value)", "        margin, need = pv.margin_rel, pp"),),
         ("tests/reproduce/test_registry_measured.py::test_print_precision_is_half_a_unit_of_the_last_digit",),
         hint="registry.py",
+    ),
+    Mutation(
+        "schedule-late-step-delayed-not-skipped",
+        "a link-schedule step whose successor is already due is still run, late, so lateness piles up over the "
+        "schedule (needs root: the test runs the dumbbell in namespaces)",
+        (("            if k + 1 < len(steps) and now >= steps[k + 1].t_s:",
+          "            if k + 1 < len(steps) and False:"),),
+        ("tests/testbed/test_link_schedule.py::"
+         "test_steps_are_applied_one_process_each_and_skipped_rather_than_delayed",),
+        hint="dumbbell.py",
     ),
 )
 

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from benchbook.commands.reproduce import EXIT_INCONCLUSIVE, EXIT_MISMATCH, EXIT_PARTIAL
+from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun
 from benchbook.reproduce.registry import load_entry
 from benchbook.testbed.cleanup import leftovers
+from benchbook.testbed.dumbbell import FlowSpec, LinkSpec
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +80,31 @@ def test_cubic_growth_is_slowest_at_w_max_and_an_s_curve_is_not() -> None:
     assert s_curve["judged"] >= 3 and s_curve["share_shape_ok"] == 0.0
 
 
+def _run_of(s: dict[str, np.ndarray], cca: str) -> FlowsRun:
+    """A run whose ss samples of the data socket are the window ``s`` (what shape_statistics reads of a run)."""
+    rows = [{"t_ns": int(t * 1e9), "cwnd": int(w), "local_port": 40000, "bytes_acked": 1}
+            for t, w in zip(s["t_s"], s["cwnd"], strict=True)]
+    arm = FlowsArm(LinkSpec(rate_bps=50_000_000, buffer_packets=248, delay_ms=60.0), (FlowSpec(cca),), 60)
+    return FlowsRun(ctx=None, arm=arm, flows=[], qdisc=[], emulation={}, ss={1: rows})  # type: ignore[arg-type]
+
+
+def test_cubic_epoch_counts_are_the_runs_statistics_for_the_count_claim() -> None:
+    """The principal claim of Fig. 4 sums these counts over runs: every judged epoch of a cubic curve counts, no
+    epoch of the opposite (logistic) shape does, and the passing epochs are counted apart."""
+    for s_curve, ok in ((False, True), (True, False)):
+        c = geist.cubic_shape(_cubic(s_curve=s_curve))
+        stats = {st.name: st for st in geist.shape_statistics(_run_of(_cubic(s_curve=s_curve), "cubic"))}
+        assert stats["epochs_judged"].value == c["judged"] >= 3
+        assert stats["epochs_shape_ok"].value == (c["judged"] if ok else 0)
+        assert stats["epochs_passing"].value == c["passing"] >= 3
+        assert stats["epochs_passing_convex"].value == (c["passing"] if ok else 0)
+        assert stats["share_shape_ok"].value == (1.0 if ok else 0.0)
+    entry = load_entry("geist-iitm19-fig4")
+    counted = {str(ref) for c in entry.claims for ref in (c.successes, c.trials)}
+    assert counted == {"cubic:epochs_shape_ok", "cubic:epochs_judged", "cubic:epochs_passing_convex",
+                       "cubic:epochs_passing"}
+
+
 def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
     entry = load_entry("geist-iitm19-fig1")
     fig1 = {p.name: p for p in entry.published}
@@ -89,8 +116,15 @@ def test_registry_keeps_the_text_claims_and_the_two_printed_times() -> None:
     straight = fig1["Fig. 1 (Reno): straightness of the increase between losses (R^2 of a line)"]
     assert straight.margin_abs == pytest.approx(1 - geist.LINEAR_R2)
     assert [c.id for c in entry.claims if c.principal] == ["reno-halves-on-loss", "reno-grows-linearly"]
-    fig4 = {p.name: p for p in load_entry("geist-iitm19-fig4").published}
-    assert fig4["Fig. 4 (Cubic): W_max reached again"].value == 8.0
+    entry4 = load_entry("geist-iitm19-fig4")
+    fig4 = {p.name: p for p in entry4.published}
+    w_max = fig4["Fig. 4 (Cubic): W_max reached again"]
+    assert w_max.value == 8.0 and not w_max.comparable and w_max.run_statistic == "first_w_max_reached_s"
+    slowest = fig4["Fig. 4 (Cubic): cwnd at the slowest growth / W_max"]
+    assert slowest.margin_abs == 0.1 and slowest.margin_source == ("instrument resolution",)
+    assert entry4.measured
+    assert [(c.id, c.test, c.q) for c in entry4.claims if c.principal] == [
+        ("cubic-concave-then-convex", "share >=", 0.9)]
     assert all(p.note for p in [*fig1.values(), *fig4.values()])
 
 
@@ -129,4 +163,44 @@ def test_fig1_six_short_runs_are_judged_across_runs_and_leave_nothing(tmp_path: 
     assert reductions["value"].tolist() == pytest.approx(halved["values"])
     metrics = json.loads((run / "metrics.json").read_text())
     token = metrics["runs"]["reno"]["token"]
+    assert token and leftovers({token}) == leftovers(set())
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_fig4_one_short_run_counts_epochs_for_the_claim_and_leaves_nothing(tmp_path: Path) -> None:
+    """Fig. 4 with one 30 s Cubic run: the run's epoch counts are its statistics, the count claim sums them with its
+    Clopper-Pearson interval (a few epochs cannot clear q = 0.9: inconclusive with the runs needed), and one run
+    gives the row no interval."""
+    require_root()
+    require_program("iperf3")
+
+    r = reproduce_cli(tmp_path, "geist-iitm19-fig4", "-p", "duration_s=30", timeout_s=900)
+    assert r.returncode in (EXIT_INCONCLUSIVE, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
+    (run,) = sorted((tmp_path / "geist-iitm19-fig4").iterdir())
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["kind"] == "measured" and verdict["plan"]["plan"]["repetitions"] == 1
+    rows = {row["name"]: row for row in verdict["rows"]}
+    slowest = rows["Fig. 4 (Cubic): cwnd at the slowest growth / W_max"]
+    assert slowest["runs"] == 1 and slowest["status"] == "inconclusive" and slowest["runs_needed"] >= 6, slowest
+    assert slowest["margin"]["text"] == "±0.1" and slowest["margin"]["sources"] == ["instrument resolution"]
+    w_max = rows["Fig. 4 (Cubic): W_max reached again"]
+    assert w_max["status"] == "not comparable" and w_max["estimate"] is not None and 0 < w_max["estimate"] < 30
+    claims = {c["id"]: c for c in verdict["claims"]}
+    shape = claims["cubic-concave-then-convex"]
+    assert shape["principal"] and shape["runs"] == 1 and shape["counts"] == [shape["values_a"][0],
+                                                                             shape["values_b"][0]]
+    k, n = shape["counts"]
+    assert 1 <= n <= 4 and 0 <= k <= n, shape          # 30 s hold a few epochs of 8 to 10 s
+    assert shape["ci95"][0] < 0.9, shape                # n <= 34 epochs cannot show a share of at least 0.9
+    if shape["ci95"][1] < 0.9:                          # few epochs of the shape: the claim fails
+        assert shape["verdict"] == "fails", shape
+    else:
+        assert shape["verdict"] == "inconclusive" and shape["runs_needed"] > 1, shape
+    stats = pd.read_parquet(run / "run-statistics.parquet")
+    judged = stats[(stats["statistic"] == "epochs_judged") & stats["valid"]]
+    assert judged["value"].tolist() == [n]
+    metrics = json.loads((run / "metrics.json").read_text())
+    token = metrics["runs"]["cubic"]["token"]
     assert token and leftovers({token}) == leftovers(set())

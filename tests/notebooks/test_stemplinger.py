@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchbook.commands.reproduce import EXIT_PARTIAL
+from benchbook.commands.reproduce import EXIT_INCONCLUSIVE, EXIT_MISMATCH
 from benchbook.testbed.cleanup import leftovers
 from conftest import reproduce_cli, require_program, require_root
 
@@ -39,6 +39,7 @@ def test_cumulative_score_is_logged_only_for_bins_with_packets(tmp_path: Path) -
     assert s["resp"]["ack_interarrival_ms"][0] == 2.0
     shape = bro_metrics.score_shape(s["orig"])
     assert shape == {"first_retransmission_s": 0.1, "peak_score": 0.25, "peak_s": 0.1, "end_score": 0.125}
+    assert bro_metrics.ack_continuity(s, "orig") == (3, 1)   # payload in bins 0, 1, 3; the receiver ACKs in bin 0
 
 
 @pytest.mark.root
@@ -49,12 +50,19 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     require_program("iperf3")
     require_program("tcpdump")
 
-    r = reproduce_cli(tmp_path, "stemplinger-iitm19-fig3", "-p", "duration_s=3", timeout_s=300)
-    assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-3000:]
+    r = reproduce_cli(tmp_path, "stemplinger-iitm19-fig3", "-p", "duration_s=3", "-p", "repetitions=1",
+                      timeout_s=300)
+    assert r.returncode in (EXIT_INCONCLUSIVE, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "stemplinger-iitm19-fig3").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["schema"] == "benchbook.verdict/2" and verdict["kind"] == "measured"
     rows = {row["name"]: row for row in verdict["rows"]}
-    assert rows["Fig. 3: time without retransmissions before the spike"]["status"] == "not derivable"
+    first = rows["Fig. 3: time without retransmissions before the spike"]
+    assert first["status"] == "not comparable" and first["values"] and 0 <= first["estimate"] < 3, first
+    (falls,) = verdict["claims"]          # one run: no interval yet, and the claim says how many runs would decide
+    assert falls["id"] == "score-falls-after-the-spike" and falls["principal"] and falls["runs"] == 1
+    assert falls["values_a"][0] < falls["values_b"][0], falls
+    assert falls["verdict"] == "inconclusive" and falls["runs_needed"] >= 6, falls
     assert rows["Fig. 3: retransmission score over the connection, every 0.1 s"]["status"] == "figure redrawn"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["tcpdump"]["dropped_by_kernel"] == 0
@@ -73,4 +81,8 @@ def test_fig3_short_reproduction_counts_what_the_kernel_retransmitted(tmp_path: 
     assert stats["retransmissions_zeek"]["value"] == capture["computed"]
     assert stats["flow1.retransmits"]["value"] == metrics["kernel_retransmits"]
     assert stats["end_score"]["value"] == pytest.approx(end) and stats["end_score"]["n"] > 10
+    assert falls["values_a"] == pytest.approx([end]) and falls["values_b"] == pytest.approx([peak])
+    acked, data_bins = stats["data_bins_acked"]["value"], stats["data_bins"]["value"]
+    assert 20 <= data_bins <= 40 and 0.9 * data_bins <= acked <= data_bins   # 3 s of data in 0.1 s bins, all ACKed
+    assert 0 < stats["receiver_advancing_acks"]["value"] <= stats["advancing_acks"]["value"]
     assert leftovers({metrics["token"]}) == leftovers(set())

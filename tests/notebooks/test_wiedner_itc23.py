@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.figures import rate_panels
 from benchbook.reproduce import evaluator_table
 from benchbook.reproduce.datasets import verify_dataset
 from benchbook.reproduce.registry import load_entry
 from benchbook.reproduce.verdict import Verdict
-from benchbook.tools import pos_evaluator as pe
 
 # Table III as printed on the authors' site (gh-pages_table_details.html), in µs
 PUBLISHED = {

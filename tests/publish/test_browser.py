@@ -12,19 +12,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from publish.browser import ARTIFACTS_DIR, PageWatch, launch, sync_playwright
+from publish.browser import ARTIFACTS_DIR, PageWatch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = launch(p)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _only_local(urls: list[str], base: str) -> list[str]:

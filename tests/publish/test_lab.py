@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 from benchbook.paths import REPO_ROOT
-from publish.browser import ARTIFACTS_DIR, launch, sync_playwright
+from publish.browser import ARTIFACTS_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 NOTEBOOK = "wiedner-itc23/wiedner-itc23.ipynb"
@@ -34,7 +34,7 @@ def _sessions(base: str, token: str) -> list[dict]:
         return json.loads(resp.read())
 
 
-def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
+def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel(browser):
     notebook_before = (REPO_ROOT / "notebooks" / NOTEBOOK).read_bytes()
     checkpoints = (REPO_ROOT / "notebooks" / NOTEBOOK).parent / ".ipynb_checkpoints"
     had_checkpoints = checkpoints.exists()
@@ -59,25 +59,23 @@ def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel():
         with urllib.request.urlopen(f"{base}api/contents?token={token}", timeout=10) as resp:
             names = {c["name"] for c in json.loads(resp.read())["content"]}
         assert {"wiedner-itc23", "benchbook-demo", "reusable"} <= names
-        with sync_playwright() as p:
-            browser = launch(p)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.goto(f"{base}lab/tree/{NOTEBOOK}?token={token}", timeout=90_000)
-                page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-                kernel = None
-                while time.monotonic() < deadline + 60:
-                    ours = [s for s in _sessions(base, token) if s.get("path") == NOTEBOOK]
-                    kernel = ours[0]["kernel"] if ours else None
-                    if kernel and kernel.get("execution_state") == "idle":
-                        break
-                    time.sleep(1)
-                assert kernel is not None, "the browser opened no session for the notebook"
-                assert kernel["execution_state"] == "idle", f"kernel did not start: {kernel}"
-                ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS_DIR / "lab-notebook.png"))
-            finally:
-                browser.close()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            page.goto(f"{base}lab/tree/{NOTEBOOK}?token={token}", timeout=90_000)
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+            kernel = None
+            while time.monotonic() < deadline + 60:
+                ours = [s for s in _sessions(base, token) if s.get("path") == NOTEBOOK]
+                kernel = ours[0]["kernel"] if ours else None
+                if kernel and kernel.get("execution_state") == "idle":
+                    break
+                time.sleep(1)
+            assert kernel is not None, "the browser opened no session for the notebook"
+            assert kernel["execution_state"] == "idle", f"kernel did not start: {kernel}"
+            ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS_DIR / "lab-notebook.png"))
+        finally:
+            page.close()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)

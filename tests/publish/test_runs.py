@@ -25,9 +25,10 @@ def _run(status: str = "complete", counts: dict | None = None, outcome: str | No
      "partial: 5/8 match, 3 not derivable"),
     ("complete", {"match": 2, "mismatch": 3, "not derivable": 7}, "mismatch", "local-measurement", "mismatch",
      "mismatch: 3 of 12 differ"),
-    ("complete", {"figure only": 2}, "reproduced", "published-data", "reproduced", "figure redrawn"),  # a v1 file
+    # v1 files (no schema here) said "reproduced" when nothing was compared: counted apart, as /2 counts them
+    ("complete", {"figure only": 2}, "reproduced", "published-data", "figure redrawn", "figure redrawn"),
     ("complete", {"figure redrawn": 2}, "figure redrawn", "published-data", "figure redrawn", "figure redrawn"),
-    ("complete", {"info": 26}, "reproduced", "published-data", "reproduced", "no published values to compare"),
+    ("complete", {"info": 26}, "reproduced", "published-data", "figure redrawn", "figure redrawn"),
     ("complete", {"info": 26}, "figure redrawn", "published-data", "figure redrawn", "figure redrawn"),
     ("failed", {"match": 8}, "reproduced", "published-data", "failed", "failed"),
     ("complete", None, None, "published-data", "failed", "failed"),
@@ -56,10 +57,11 @@ def test_selection_errors_name_what_is_wrong(tmp_path):
 
 
 @pytest.mark.parametrize(("outcome", "multiplicity", "claims", "badge"), [
-    ("reproduced", {"k": 3, "m": 3}, {"holds": 2, "fails": 0}, "3 of 3 reproduced, 2 of 2 claims hold"),
-    ("inconclusive", {"k": 1, "m": 3}, {"holds": 0, "inconclusive": 1},
-     "inconclusive: 1 of 3 reproduced, 0 of 1 claims hold"),
-    ("mismatch", {"k": 0, "m": 2}, {}, "mismatch: 0 of 2 reproduced"),
+    ("reproduced", {"k": 3, "m": 3, "expected_mismatches": 0.15}, {"holds": 2, "fails": 0},
+     "3 of 3 reproduced, m·α = 0.15 mismatches expected, 2 of 2 claims hold"),
+    ("inconclusive", {"k": 1, "m": 3, "expected_mismatches": 0.15}, {"holds": 0, "inconclusive": 1},
+     "inconclusive: 1 of 3 reproduced, m·α = 0.15 mismatches expected, 0 of 1 claims hold"),
+    ("mismatch", {"k": 0, "m": 2, "alpha": 0.01}, {}, "mismatch: 0 of 2 reproduced, m·α = 0.02 mismatches expected"),
     ("partial", None, {"holds": 1}, "partial: 1 of 1 claims hold"),
     ("figure redrawn", None, {}, "figure redrawn"),
 ])
@@ -73,17 +75,23 @@ def test_measured_badge_from_a_v2_verdict(outcome, multiplicity, claims, badge):
 
 
 def test_a_measured_v2_verdict_renders_on_a_run_page():
-    """The site reads verdict.json /2 of a measured entry: badge, claim and rows render (the interval drawing is
-    a later stage)."""
+    """The site reads verdict.json /2 of a measured entry: badge, claim, and each row drawn against its margin
+    (the band around the published value in the value's unit) beside its numbers."""
     v = Verdict("m-fig", kind="measured", claim_text="a is faster")
     v.rows = [MeasuredRow("a rate", 100.0, 99.2, "Mbit/s", 6, "reproduced", tolerance="±5 % (paper spread)",
-                          margin={"delta": 0.0488, "scale": "log-ratio", "text": "±5 %"}, ci95_value=[98.0, 100.4]),
+                          margin={"delta": 0.0488, "scale": "log-ratio", "text": "±5 %", "sources": ["paper spread"]},
+                          values=[98.0, 99.0, 99.1, 99.3, 99.9, 100.4], n_per_run=[500] * 6, estimate=99.2,
+                          ci90_value=[99.0, 99.9], ci95_value=[98.0, 100.4]),
               MeasuredRow("b rate", 100.0, 80.1, "Mbit/s", 6, "inconclusive", reason="below the noise floor")]
     v.claims = [ClaimResult("faster", "a is faster", True, "a > b", "holds")]
     record = {"id": "r1", "experiment": "m-fig", "status": "complete", "start": "2026-11-22T16:00:00.000+00:00"}
     run = PublishedRun(run_dir=Path("."), record=record, verdict=v.to_dict(),
                        figure=FigureInfo(id="m-fig", mode="local-measurement"))
-    assert run.outcome == "inconclusive" and run.badge == "inconclusive: 1 of 2 reproduced, 1 of 1 claims hold"
-    html = pages.render("summary", run=run, rows=pages.verdict_rows(run), claim=run.verdict["claim"], changed=[])
-    assert 'class="bb-badge bb-inconclusive"' in html and "99.2 Mbit/s" in html and "±5 % (paper spread)" in html
-    assert "bb-claim-reproduced" in html and "a is faster" in html
+    assert run.outcome == "inconclusive"
+    assert run.badge == "inconclusive: 1 of 2 reproduced, m·α = 0.1 mismatches expected, 1 of 1 claims hold"
+    html = pages.summary_html(run)
+    assert 'class="bb-badge bb-inconclusive"' in html and "median 99.2 Mbit/s" in html and "from paper spread" in html
+    assert "band [95.24, 105] Mbit/s" in html and "90 %: [99, 99.9] Mbit/s" in html  # 100 e^-+0.0488
+    assert "bb-claim-reproduced" in html and "a is faster" in html and "below the noise floor" in html
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="bb-interval"') == 3  # 2 rows, 1 claim
+    assert html.count('class="bb-run"') == 6 and "1 of 2 reproduced; m·α = 0.1 mismatches expected" in html

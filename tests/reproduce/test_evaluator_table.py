@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.paths import PUBLISHED_DIR
 from benchbook.reproduce import evaluator_table
 from benchbook.reproduce.datasets import verify_dataset, write_sums
 from benchbook.reproduce.registry import RegistryError, load_entry_file
-from benchbook.tools import pos_evaluator as pe
 
 SHIPPED = PUBLISHED_DIR / "containerized-low-latency"
 RUN = "latencies-pre-rate{rate}-repeat{rep}.pcap.zst"

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.reproduce import evaluator_tails
 from benchbook.reproduce.registry import load_entry
-from benchbook.tools import pos_evaluator as pe
 
 
 @pytest.fixture(scope="module")

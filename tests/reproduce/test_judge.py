@@ -193,11 +193,15 @@ def test_claims_hold_fail_or_stay_inconclusive(tmp_path, runs8, runs3):
     assert pgt.paired and pgt.runs == 8 and pgt.run_ids == list(range(1, 9)) and pgt.ci95[0] > 0
     assert pgt.delta == pytest.approx(np.median(np.log(np.array(pgt.values_a) / pgt.values_b)))
     assert "order-statistic" in pgt.method and pgt.seed is None
+    assert pgt.run_ids_a == pgt.run_ids_b == pgt.run_ids and pgt.n_per_run_a == pgt.n_per_run_b == [1000] * 8
+    assert (pgt.definition_a, pgt.definition_b, pgt.unit_b) == ("mean receiver rate over the run", "80 % of it",
+                                                               "Mbit/s")
     assert c["pnull"].ci95[0] <= 0 <= c["pnull"].ci95[1] and c["pnull"].runs_needed is None or \
         c["pnull"].runs_needed > 8
     assert c["eq"].margin["text"] == "±10 %" and c["in"].within == [1.1, 1.4]
     sh = c["sh"]
     assert sh.counts == [72, 80] and sh.share == 0.9 and sh.ci95[0] >= 0.8 and "independent" in sh.method
+    assert sh.run_ids_a == sh.run_ids_b == list(range(1, 9)) and sh.definition_b == "epochs judged"
     assert c["shf"].ci95[1] < 0.97
     shi = c["shi"]
     assert shi.ci95[0] < 0.88 <= shi.ci95[1] and shi.runs_needed > 8 and f"about {shi.runs_needed} runs" in shi.reason
@@ -278,3 +282,52 @@ def test_equivalence_claims_use_the_90_percent_interval(tmp_path):
     c = judge_claim(e.claims[0], RunStatistics("mem", _records(deltas), {}))
     assert c.ci90 == pytest.approx([-0.02, 0.03]) and c.ci95[0] == pytest.approx(-0.09)
     assert c.verdict == "holds"
+
+
+def latency_run(ctx) -> list[Statistic]:
+    """Runs as the cgroup-latency experiment records them, with known truth: 20,000 packets per run, the p99 of
+    arm "slow" 20 % above that of "fast" (run-to-run sigma 1 %), the p99.99 null (20,000 packets cannot resolve
+    it: the runner stores null with the reason), a maximum, and an instruction count perf could not count. In
+    run 3 of "fast" only 3,000 packets were matched, so its p99.9 is null while the other runs carry one."""
+    rng = np.random.default_rng([7 if ctx.arm == "slow" else 8, ctx.repetition])
+    scale = 1.2 if ctx.arm == "slow" else 1.0
+    n = 3000 if (ctx.arm, ctx.repetition) == ("fast", 3) else 20_000
+    why = "null: not resolvable at N = 20000: p99.99 needs N >= 36887 for a 95 % interval"
+    return [Statistic("p99_latency", 40_000 * scale * math.exp(rng.normal(0, SPREAD)), n, "ns", "discrete p99"),
+            Statistic("p99.9_latency", None if n < 3688 else 90_000 * scale, n, "ns", "discrete p99.9"),
+            Statistic("p99.99_latency", None, n, "ns", f"discrete p99.99; {why}"),
+            Statistic("max_latency", 500_000 * scale * math.exp(rng.normal(0, 0.3)), n, "ns", "largest latency"),
+            Statistic("instructions", None, 3, "instructions", "perf stat; null: perf reported <not supported>")]
+
+
+def test_statistics_no_run_resolves_are_never_judged_as_numbers(tmp_path):
+    """A claim or value on a percentile the runs' N cannot resolve (stored null by the runner, or carried with too
+    small an N) and a claim on maxima are inconclusive with the reason and no runs needed (more runs do not
+    help); a percentile some runs resolve and others do not is not judged on the runs that happen to resolve it;
+    a counter no run could count is not derivable, saying why; a resolvable percentile is judged."""
+    runs = tmp_path / "runs"
+    run_repetitions(runs, {"slow": None, "fast": None}, 6, latency_run, seed=3, progress=None)
+    rel10 = 'margin_rel = 0.10\nmargin_source = ["paper spread"]\n'
+    c = claims_of(tmp_path, runs, claim("p99", "a > b", "slow:p99_latency", "fast:p99_latency")
+                  + claim("p9999", "a ~ b", "slow:p99.99_latency", "fast:p99.99_latency", rel10)
+                  + claim("p999", "a > b", "slow:p99.9_latency", "fast:p99.9_latency")
+                  + claim("max", "a > b", "slow:max_latency", "fast:max_latency")
+                  + claim("pmax", "a > b", "slow:max_latency", "slow:p99_latency")
+                  + claim("ins", "a > b", "slow:instructions", "fast:instructions"))
+    assert c["p99"].verdict == "holds" and c["p99"].ci95[0] > 0
+    for k, why in (("p9999", "not resolvable at N = 20000: the 99.99 percentile needs N >= 36887"),
+                   ("p999", "not resolvable at N = 3000: the 99.9 percentile needs N >= 3688"),
+                   ("max", "an extreme of its run"), ("pmax", "slow:max_latency: not resolvable")):
+        assert c[k].verdict == "inconclusive" and why in c[k].reason and c[k].runs_needed is None, (k, c[k].reason)
+        assert c[k].ci95 is None and c[k].delta is None and "resolvability" in c[k].method
+    top = max(c["max"].values_a)
+    assert f"..{top:.6g} ns over 6 run(s) x N = 20000" in c["max"].reason   # the observed maxima over r x N
+    assert c["ins"].verdict == "not derivable" and "<not supported>" in c["ins"].reason
+    assert "slow:instructions" in c["ins"].reason and "fast:instructions" in c["ins"].reason   # both sides say why
+    rows = rows_of(tmp_path, runs, value("p9999", 100_000, "fast", "p99.99_latency", unit="ns")
+                   + value("p999", 90_000, "fast", "p99.9_latency", unit="ns")
+                   + value("ins", 5e9, "fast", "instructions", unit="instructions"))
+    for name in ("p9999", "p999"):
+        assert rows[name].status == "inconclusive" and "not resolvable at N = " in rows[name].reason, rows[name]
+        assert rows[name].runs_needed is None and rows[name].ci95 is None
+    assert rows["ins"].status == "not derivable" and "<not supported>" in rows["ins"].reason

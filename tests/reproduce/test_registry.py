@@ -193,8 +193,7 @@ def test_capabilities():
 
 
 def test_entry_blockers(tmp_path):
-    text = GOOD.replace('mode = "published-data"', 'mode = "local-measurement"\nlegacy_tolerances = true\n'
-                        'requires = ["no-such-program-xyz"]')
+    text = GOOD.replace('mode = "published-data"', 'mode = "published-data"\nrequires = ["no-such-program-xyz"]')
     text = text.replace("x.ipynb", "missing-notebook.ipynb")
     e = load_entry_file(write(tmp_path, text))
     reasons = entry_blockers(e)

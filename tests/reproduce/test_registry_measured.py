@@ -59,7 +59,7 @@ def refused(tmp_path: Path, text: str, *fragments: str) -> str:
 
 def test_a_measured_value_and_claims_parse(tmp_path):
     e = load(tmp_path, HEAD + VALUE + CLAIM)
-    assert e.measured and not e.legacy_tolerances
+    assert e.measured
     pv = e.published[0]
     assert (pv.measured, pv.arm, pv.run_statistic, pv.margin_rel, pv.margin_abs, pv.value_range) == \
         (True, "cubic-bbr", "flow1_throughput_mbps", 0.10, None, "rate")
@@ -171,23 +171,15 @@ def test_claims_belong_to_measured_entries_and_replace_claim_rows(tmp_path):
     refused(tmp_path, pub + CLAIM, "[[claims]] are judged across runs: only measured entries")
     refused(tmp_path, HEAD + 'claim_rows = ["A throughput"]\n' + VALUE + CLAIM,
             "claim_rows and [[claims]] both given")
-    refused(tmp_path, pub + "legacy_tolerances = true\n", "legacy_tolerances applies to measured entries only")
 
 
-def test_legacy_entries_keep_tolerances_until_converted(tmp_path):
-    legacy = HEAD + "legacy_tolerances = true\n" + '[[published]]\nname = "x"\nvalue = 1.0\nunit = ""\n' \
-        'tolerance_abs = 0.1\n'
-    e = load(tmp_path, legacy)
-    assert e.legacy_tolerances and not e.measured and e.published[0].matches(1.05)
-    refused(tmp_path, legacy.replace("legacy_tolerances = true\n", ""), "[[published]] 'x'",
-            "tolerance_abs is not allowed on a measured entry")
 
-
-# entries still under exact print rules when the verdict layer landed; a conversion removes its id here
-LEGACY_WHEN_THE_JUDGE_LANDED = {
-    "daichendt-iitm23-table1", "geist-iitm19-fig4", "kato-ijat18-fig9", "stemplinger-iitm19-fig2",
-    "stemplinger-iitm19-fig3", "turkovic-diss-fig6-1a", "turkovic-diss-fig6-1b", "turkovic-diss-table5-1",
-    "turkovic-diss-table5-2", "turkovic-diss-table5-3", "zunker-thesis24-fig6-5"}
+def test_hand_tolerances_are_refused_on_measured_entries(tmp_path):
+    """Every measured entry is converted: the temporary legacy_tolerances mark is an unknown field, and a measured
+    value with a hand tolerance instead of a margin is refused naming the file and the value."""
+    tol = HEAD + '[[published]]\nname = "x"\nvalue = 1.0\nunit = ""\ntolerance_abs = 0.1\n'
+    refused(tmp_path, tol, "[[published]] 'x'", "tolerance_abs is not allowed on a measured entry")
+    refused(tmp_path, HEAD + "legacy_tolerances = true\n" + VALUE, "legacy_tolerances")
 
 
 # measured-mode entries that declared neither values nor claims then: the latency demo (checked against its
@@ -197,12 +189,9 @@ UNDECLARED_WHEN_THE_JUDGE_LANDED = {
     "turkovic-diss-fig5-4", "turkovic-diss-fig5-5", "turkovic-diss-fig5-6"}
 
 
-def test_shipped_measured_entries_are_converted_or_listed_as_legacy():
+def test_shipped_measured_entries_are_converted():
     reg = load_registry(use_env=False)
-    legacy = {k for k, e in reg.items() if e.legacy_tolerances}
-    assert legacy <= LEGACY_WHEN_THE_JUDGE_LANDED, legacy - LEGACY_WHEN_THE_JUDGE_LANDED
-    undeclared = {k for k, e in reg.items() if e.mode != "published-data" and not e.legacy_tolerances
-                  and not e.measured}
+    undeclared = {k for k, e in reg.items() if e.mode != "published-data" and not e.measured}
     assert undeclared <= UNDECLARED_WHEN_THE_JUDGE_LANDED, undeclared - UNDECLARED_WHEN_THE_JUDGE_LANDED
     converted = [e for e in reg.values() if e.measured and e.published]
     assert "geist-iitm19-fig1" in {e.id for e in converted}

@@ -75,3 +75,36 @@ def test_entries_that_cannot_run_here_are_skipped_without_a_run(tmp_path, monkey
     assert [(r.id, r.outcome) for r in results] == [("tb-fig", "skipped")] and not ended
     assert "notebook absent.ipynb" in results[0].detail or "BENCHBOOK_TESTBED" in results[0].detail
     assert not (tmp_path / "runs").exists()
+
+
+MEASURED_PAPER = NOTEBOOKS_DIR.parent / "tests" / "data" / "measured-paper"
+# what differs between any two runs of one entry: when, by whom and under which run id
+PER_RUN_FIELDS = {"id", "start", "end", "duration_s", "owner", "outputs"}
+RUN_TIMES = {"started", "ended"}  # of each repetition in a verdict's plan
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_entries_in_a_shared_kernel_leave_the_verdicts_and_records_of_fresh_kernels(tmp_path, monkeypatch):
+    """--all's shared kernel (reset before each entry) against a kernel per entry: the measured known-truth entry,
+    run twice in one session (the second in the kernel the first used), writes the same verdict and the same run
+    record, field for field, as run in a fresh kernel (its run directory and the repetitions' times aside); and
+    the same outputs, by name."""
+    monkeypatch.setenv("BENCHBOOK_FIGURE_FORMATS", "html")
+    entries = load_folder(MEASURED_PAPER)
+    (entry,) = entries.values()
+    shared = reproduce_entries({"a": entry, "b": entry}, tmp_path / "shared")
+    (fresh,) = reproduce_entries(entries, tmp_path / "fresh", shared_kernel=False)
+    assert [r.outcome for r in shared] == [fresh.outcome] * 2 and fresh.outcome not in ("failed", "skipped")
+
+    def kept(result):
+        text = (result.run_dir / "verdict.json").read_text(encoding="utf-8").replace(str(result.run_dir), "RUN")
+        verdict = json.loads(text, object_hook=lambda d: {k: v for k, v in d.items() if k not in RUN_TIMES})
+        record = json.loads((result.run_dir / "run.json").read_text(encoding="utf-8"))
+        outputs = sorted(o["path"] for o in record["outputs"])
+        return verdict, {k: v for k, v in record.items() if k not in PER_RUN_FIELDS}, outputs
+
+    first, second, alone = kept(shared[0]), kept(shared[1]), kept(fresh)
+    for name, part in (("verdict", 0), ("record", 1), ("outputs", 2)):
+        assert first[part] == alone[part], name
+        assert second[part] == alone[part], name

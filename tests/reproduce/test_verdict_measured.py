@@ -102,8 +102,15 @@ def test_verdict_json_2_holds_what_redoes_the_verdict_and_reads_back(judged, tmp
     for key in ("id", "text", "principal", "test", "verdict", "a", "b", "values_a", "values_b", "delta", "ci90",
                 "ci95", "method", "runs", "runs_needed", "reason"):
         assert key in claim, key
+    # two arms (unpaired): which run each value comes from, N behind it, what the statistic is and its unit
+    assert claim["run_ids_a"] == claim["run_ids_b"] == [1, 2, 3, 4, 5, 6] and claim["run_ids"] == []
+    assert claim["n_per_run_a"] == claim["n_per_run_b"] == [500] * 6
+    assert claim["definition_a"] == "bytes received x 8 / seconds" and claim["unit_a"] == claim["unit_b"] == "Mbit/s"
     plan = data["plan"]
     assert plan["plan"]["seed"] == 11 and plan["plan"]["repetitions"] == 6 and len(plan["order"]) == 12
+    assert [(r["arm"], r["repetition"], r["status"], r["valid"]) for r in plan["runs"]] == [
+        (s["arm"], s["repetition"], "complete", True) for s in plan["order"]]
+    assert all(r["started"] <= r["ended"] for r in plan["runs"])
     assert data["claim"] == {"text": "a runs at 100 Mbit/s and b slower", "rows": [], "status": "reproduced",
                              "claims": ["a-faster"]}
     assert data["multiplicity"]["m"] == 2 and data["counts"]["reproduced"] == 1

@@ -176,7 +176,7 @@ def test_executed_commands_are_the_printed_plan_on_both_backends(emulated, tmp_p
     """The same experiment on the local backend (namespaces here) and on the emulated hosts over ssh: what each
     host ran (commands.jsonl) is what the dry run printed (dry-run.txt), up to the run token, the output
     directory and the documented run-time values."""
-    common = {"rates_pps": [5000], "repetitions": 1, "cgroup_modes": ["v1"], "duration_s": 1.0, "perf_repeats": 1,
+    common = {"rates_pps": [5000], "repetitions": 1, "isolation_modes": ["v1"], "duration_s": 1.0, "perf_repeats": 1,
               "settle_s": 0.3}
     for name, extra in (("local", {}), ("testbed", {"inventory": str(emulated.inventory), "probe": True})):
         dry, run = tmp_path / f"{name}-dry", tmp_path / name

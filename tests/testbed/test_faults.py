@@ -124,7 +124,7 @@ def _kill_in_background(find: Callable[[], int | None], timeout_s: float = 60.0)
 
 
 def _params(**kw: Any):
-    return lp.ExperimentParams(**{"rates_pps": [RATE_PPS], "repetitions": 1, "cgroup_modes": ["none"],
+    return lp.ExperimentParams(**{"rates_pps": [RATE_PPS], "repetitions": 1, "isolation_modes": ["none"],
                                   "perf_repeats": 1, "settle_s": 0.2, **kw})
 
 
@@ -212,7 +212,7 @@ def test_disk_full(tmp_path, full):
     hook, threading.excepthook = threading.excepthook, thread_errors.append
     try:
         with _TokenWatch() as tokens, pytest.raises((lp.MeasurementFailed, OSError)) as err:
-            lp.run_experiment(_params(duration_s=4.0, dut_kind="kernel"), out)
+            lp.run_experiment(_params(duration_s=4.0, dut_kind="ip-forward"), out)
         threading.excepthook = hook
         pre = out / "raw" / f"none-rate{RATE_PPS}" / "rep1" / "pre.pcap"
         assert pre.stat().st_size > 24 + 10 * 76, "the capture written before the disk filled is kept"
@@ -237,7 +237,7 @@ def test_disk_full(tmp_path, full):
 def _reproduce(runs: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, BENCHBOOK_RUNS=str(runs))
     cmd = [sys.executable, "-m", "benchbook.cli", "reproduce", ENTRY, "-p", "repetitions=1",
-           "-p", f"rates_pps=[{RATE_PPS}]", "-p", 'cgroup_modes=["none"]', *args]
+           "-p", f"rates_pps=[{RATE_PPS}]", "-p", 'isolation_modes=["none"]', *args]
     return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -10,7 +10,15 @@ import pytest
 
 from benchbook.testbed.cleanup import leftovers
 from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
-from benchbook.testbed.link_schedule import ScheduleError, Step, parse_schedule, random_schedule, read_schedule
+from benchbook.testbed.link_schedule import (
+    LinkSchedule,
+    ScheduleError,
+    Step,
+    parse_schedule,
+    random_schedule,
+    read_schedule,
+)
+from benchbook.tools import tc
 from conftest import require_program, require_root
 
 SCHEDULE = """# t_s rate_mbps delay_ms
@@ -59,7 +67,8 @@ def test_dry_run_lists_each_step_with_its_time() -> None:
                   schedule=parse_schedule(SCHEDULE))
     lines = [ln for ln in db.dry_run(9, 0.5) if "after the flows start" in ln]
     assert len(lines) == 3
-    assert lines[1].startswith("[rtr] tc class replace dev bb-000000-rb parent 1: classid 1:10 htb rate 10000000bit")
+    assert lines[1].startswith("[rtr] tc -batch - <<< $'class replace dev bb-000000-rb parent 1: classid 1:10 htb rate "
+                               "10000000bit quantum 1514'")
     assert "(at 3 s after the flows start)" in lines[1]
 
 
@@ -106,4 +115,55 @@ def test_measured_rate_follows_the_steps_and_a_closed_tbf_link_reopens(tmp_path:
         assert rate < open_bits / 0.5 + 1e6, (start, rate, a2, a3, lo, hi)
         checked += 1
     assert checked >= 1, (a2, a3, t)
+    assert leftovers({token}) == leftovers(set())
+
+
+def test_dry_run_prints_each_step_as_the_one_tc_batch_it_runs() -> None:
+    """The plan's step line is the batch the run feeds ``tc -batch -`` (tbf and its pfifo in one process)."""
+    db = Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100, shaper="tbf"), [FlowSpec("cubic")],
+                  schedule=parse_schedule("0 40 -\n1 0.001 -\n"))
+    (closed,) = [ln for ln in db.dry_run(3) if "(at 1 s after the flows start)" in ln]
+    batch = db.step_batches(db.schedule.steps[1], lambda short: f"bb-000000-{short}")
+    assert [role for role, _ in batch] == ["rtr"] and len(batch[0][1]) == 2
+    assert closed == f"[rtr] {tc.batch_shell(batch[0][1])}   (at 1 s after the flows start)"
+    assert "tbf rate 1000bit burst 1514 limit 151400\\nqdisc replace dev bb-000000-rb parent 1:1 handle 10: pfifo " \
+           "limit 100'" in closed
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_steps_are_applied_one_process_each_and_skipped_rather_than_delayed() -> None:
+    """20 steps 100 ms apart, then a burst of 10 steps 0.1 ms apart (no tc process finishes in 0.1 ms, so a step
+    of the burst whose successor is due is skipped instead of run late): every step is recorded, applied ones
+    with their lateness and never once their successor was due, skipped ones with the time that showed it; one
+    tc process per applied step; the qdisc holds the last step's rate afterwards (tc -s -j qdisc show)."""
+    require_root()
+    require_program("iperf3")
+
+    steps = [Step(round(0.1 * k, 6), (20 + 10 * (k % 2)) * 1_000_000) for k in range(20)]
+    steps += [Step(round(2.0 + 0.0001 * k, 6), (11 + k) * 1_000_000) for k in range(9)]
+    steps.append(Step(2.0009, 7_000_000))
+    sch = LinkSchedule(tuple(steps), "test: 20 steps 100 ms apart, a burst 0.1 ms apart")
+    with Dumbbell(LinkSpec(rate_bps=40_000_000, buffer_packets=100, shaper="tbf"), [FlowSpec("cubic")],
+                  schedule=sch) as db:
+        res = db.run_flows(3, 0.5)
+        batches = [r for r in db.log.records if r.what.startswith("schedule step at")]
+        token = db.tb.token
+    applied = res["record"]["schedule"]["applied"]
+    assert [a["t_s"] for a in applied] == [st.t_s for st in steps]
+    for a, nxt in zip(applied, [*steps[1:], None], strict=True):
+        if a.get("skipped"):
+            assert nxt is not None and a["checked_at_s"] >= nxt.t_s and a["applied_at_s"] is None, a
+            assert "already due" in a["reason"]
+        else:
+            assert a["t_s"] <= a["applied_at_s"] <= a["done_at_s"], a
+            assert a["late_s"] == pytest.approx(a["done_at_s"] - a["t_s"], abs=2e-6)
+            assert nxt is None or a["applied_at_s"] < nxt.t_s, a    # lateness never reaches the next step
+    burst = applied[20:]
+    assert sum(bool(a.get("skipped")) for a in burst) >= 8 and not burst[-1].get("skipped")
+    assert len(batches) == sum(not a.get("skipped") for a in applied)            # one tc process per step
+    assert all(r.argv[-3:] == ["tc", "-batch", "-"] for r in batches)
+    qs = {q["kind"]: q for q in res["qdisc"]}
+    assert qs["tbf"]["options"]["rate"] == 7_000_000 // 8 and qs["pfifo"]["options"]["limit"] == 100
     assert leftovers({token}) == leftovers(set())

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.cli import app
 from benchbook.reproduce.datasets import dataset_path
-from benchbook.tools import pos_evaluator as pe
 from moongen_reference import lua_print
 
 DATA = dataset_path("containerized-low-latency")

@@ -72,6 +72,11 @@ class Margin:
         """An absolute margin for a difference (in the statistic's own unit)."""
         return cls(float(value), "difference", f"{value:g}", source)
 
+    @property
+    def plus_minus(self) -> str:
+        """The margin as printed: "±5%" whether it was declared as "5%" (compare --margin) or "±5 %" (a TOML)."""
+        return self.text if self.text.startswith("±") else f"±{self.text}"
+
     def as_dict(self) -> dict[str, Any]:
         return {"delta": self.delta, "scale": self.scale, "declared": self.text, "source": self.source}
 
@@ -218,7 +223,7 @@ def compare_samples(a: Any, b: Any, margin: Margin, value_range: Range = REAL, s
     need = reason = None
     if verdict == INCONCLUSIVE:
         need = runs_needed(est, boot.standard_error, _harmonic(x.size, y.size), d, min_runs=min_runs)
-        reason = (f"the 90 % interval reaches past the margin +-{margin.text} and the 95 % interval overlaps it; "
+        reason = (f"the 90 % interval reaches past the margin {margin.plus_minus} and the 95 % interval overlaps it; "
                   + (f"about {need} runs per arm would likely decide (bootstrap standard error, normal "
                      f"approximation)" if need else "Delta lies on the margin: more runs are unlikely to decide"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, y.size, boot.method, need, reason, seed, resamples,
@@ -264,7 +269,7 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
     if verdict == INCONCLUSIVE:
         se = (ci95[1] - ci95[0]) / (2 * float(stats.norm.ppf(1 - (1 - DIFFERENT_LEVEL) / 2)))
         need = runs_needed(est, se, x.size, margin.delta, min_runs=min_runs)
-        reason = (f"the intervals overlap the margin +-{margin.text}; "
+        reason = (f"the intervals overlap the margin {margin.plus_minus}; "
                   + (f"about {need} runs would likely decide" if need else "Delta lies on the margin"))
     return Comparison(verdict, est, ci90, ci95, margin, x.size, None, method, need, reason, p_equivalent=p_eq,
                       p_different=p_diff, reference=reference)

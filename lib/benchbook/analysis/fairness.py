@@ -229,38 +229,6 @@ def convergence_time_s(series: FlowSeries, threshold: float = 0.9, hold_interval
     return float(series.start_ns[idx[first_good]] - series.start_ns[idx[0]]) / 1e9
 
 
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    mean: float
-    low: float
-    high: float
-    n: int
-    level: float
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "low": _num(self.low), "high": _num(self.high), "n": self.n, "level": self.level}
-
-
-def confidence_interval(values: Sequence[float], level: float = 0.95) -> ConfidenceInterval:
-    """Student-t interval of the mean over repetitions (NaN bounds with a single repetition)."""
-    from scipy import stats  # noqa: PLC0415 scipy: `benchbook tcp` imports this module without needing it
-
-    x = np.asarray([v for v in values if v is not None], dtype=float)
-    if x.size == 0:
-        raise FairnessError("a confidence interval needs at least one repetition")
-    if not 0.0 < level < 1.0:
-        raise FairnessError(f"confidence level {level} is not between 0 and 1")
-    mean = float(x.mean())
-    if x.size < 2:
-        return ConfidenceInterval(mean, math.nan, math.nan, 1, level)
-    half = float(stats.t.ppf((1.0 + level) / 2.0, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return ConfidenceInterval(mean, mean - half, mean + half, int(x.size), level)
-
-
 _FLENT_RATE_UNITS = {"bits/s": 1.0, "Kbits/s": 1e3, "Mbits/s": 1e6, "Gbits/s": 1e9}
 _FLENT_AGGREGATE = re.compile(r"(?i)\s(sum|avg|average|total|totals|fairness)$")
 _FLENT_SUBSERIES = re.compile(r"::.*::")
@@ -390,6 +358,5 @@ def combine(series: Sequence[FlowSeries], source: str = "") -> FlowSeries:
                       meta={"notes": [n for s in series for n in s.meta.get("notes", [])]},
                       left_out=[x for s in series for x in s.left_out])
 
-__all__ = ["ConfidenceInterval", "FairnessError", "FlowSeries", "VARIANT_LABELS", "combine", "confidence_interval",
-           "flent_series", "intervals_parquet_series",
+__all__ = ["FairnessError", "FlowSeries", "VARIANT_LABELS", "combine", "flent_series", "intervals_parquet_series",
            "convergence_time_s", "jain_index", "jain_of_means", "per_interval_jain", "rtt_fairness", "summarize"]

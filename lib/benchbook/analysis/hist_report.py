@@ -38,10 +38,10 @@ import numpy as np
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hlog import HlogFormatError, read_hlog
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES
 from benchbook.analysis.resolvability import resolvable, resolved_percentiles
 from benchbook.errors import BenchbookError
 
-JSON_PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")
 UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -216,7 +216,7 @@ def _num(x: Any) -> int | float | None:
 def summary_json(h: LoadedHistograms) -> dict[str, Any]:
     """The `--json` document: count, min_ns, max_ns, mean_ns, stddev_ns (population), percentiles_ns (null where
     the count cannot resolve the percentile), unresolved_percentiles (the reason for each null)."""
-    ps = [float(p) for p in JSON_PERCENTILES]
+    ps = [float(p) for p in REPORTED_PERCENTILES]
     if h.is_exact:
         d, n = h.exact, h.exact.count
         method = ("discrete percentile, exact (smallest value with at least p of the samples at or "
@@ -226,7 +226,8 @@ def summary_json(h: LoadedHistograms) -> dict[str, Any]:
         method = (f"HdrHistogram value at percentile (highest equivalent value of the bucket, "
                   f"{d.significant_figures} significant digits)")
     pct = d.percentiles(ps) if n else {p: None for p in ps}
-    shown, unresolved = resolved_percentiles({k: _num(pct[p]) for k, p in zip(JSON_PERCENTILES, ps, strict=True)}, n)
+    shown, unresolved = resolved_percentiles(
+        {k: _num(pct[p]) for k, p in zip(REPORTED_PERCENTILES, ps, strict=True)}, n)
     doc = {
         "count": n,
         "min_ns": _num(d.min) if n else None,
@@ -351,5 +352,5 @@ def percentile_text(h: LoadedHistograms, unit: str = "ms", ticks_per_half: int =
                           start_time=h.start_time, all_percentiles=all_percentiles)
 
 
-__all__ = ["JSON_PERCENTILES", "UNITS", "ExactHistogram", "HistInputError", "LoadedHistograms", "is_interval_log",
+__all__ = ["UNITS", "ExactHistogram", "HistInputError", "LoadedHistograms", "is_interval_log",
            "java_fixed", "load_histograms", "percentile_text", "processor_text", "summary_json"]

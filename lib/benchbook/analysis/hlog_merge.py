@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis.hdr import HdrHistogram
-from benchbook.analysis.hist_report import JSON_PERCENTILES
 from benchbook.analysis.hlog import HlogFormatError, HlogWriter, read_hlog
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES
 from benchbook.analysis.resolvability import resolved_percentiles
 from benchbook.errors import BenchbookError
 
@@ -27,7 +27,6 @@ MERGED_FILES = ("merged.hlog", "merged.json")
 PAIR_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 DEFAULT_MAX_LATENCY_MS = 5000.0  # benchbook latency's default --max-latency-ms
 MAX_LATENCY_MS_LIMIT = 1e9  # about 11.6 days: far beyond any DuT, well inside int64 nanoseconds
-PERCENTILES = JSON_PERCENTILES  # the percentiles of a latency summary.json
 PERCENTILE_METHOD = ("HdrHistogram, 3 significant digits: the sum of every pair's interval histograms; each value "
                      "is the highest value equivalent to the bucket holding the discrete percentile (min/max "
                      "likewise at bucket resolution)")
@@ -108,8 +107,8 @@ def write_merged(out_dir: Path, pairs: Sequence[tuple[str, Path]], max_latency_n
             end_s = a + iv.length_s if end_s is None else max(end_s, a + iv.length_s)
         per_pair[name] = total.total_count - n0
     n = total.total_count
-    pct = total.percentiles([float(p) for p in PERCENTILES]) if n else {}
-    shown, unresolved = resolved_percentiles({p: int(pct[float(p)]) if n else None for p in PERCENTILES}, n)
+    pct = total.percentiles([float(p) for p in REPORTED_PERCENTILES]) if n else {}
+    shown, unresolved = resolved_percentiles({p: int(pct[float(p)]) if n else None for p in REPORTED_PERCENTILES}, n)
     doc = {
         "pairs": per_pair,
         "count": n,

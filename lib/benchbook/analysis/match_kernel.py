@@ -121,6 +121,19 @@ def _leave(tab, s, tmask):
     return 1
 
 
+@njit(cache=True, inline="always")
+def _find(tab, r_hi, hi, lo, tmask, rmask, ident):
+    """The slot of the waiting pre packet with key (hi, lo), or -1 when none waits."""
+    s = _home(lo, tmask, ident)
+    while True:
+        q = tab[2 * s]
+        if q == EMPTY:
+            return -1
+        if q >= SEQ0 and tab[2 * s + 1] == lo and r_hi[np.int64(q - SEQ0) & rmask] == hi:
+            return s
+        s = (s + 1) & tmask
+
+
 @njit(cache=True, nogil=True)
 def match_step(
     tab, r_hi, r_lo, r_t, r_idx, r_slot, r_state, c,
@@ -192,16 +205,7 @@ def match_step(
             hi = pre_hi[i]
             lo = pre_lo[i]
             # is the key waiting already?
-            s = _home(lo, tmask, id_from_key)
-            found = -1
-            while True:
-                q = tab[2 * s]
-                if q == EMPTY:
-                    break
-                if q >= SEQ0 and tab[2 * s + 1] == lo and r_hi[np.int64(q - SEQ0) & rmask] == hi:
-                    found = s
-                    break
-                s = (s + 1) & tmask
+            found = _find(tab, r_hi, hi, lo, tmask, rmask, id_from_key)
             if found >= 0:
                 r = np.int64(tab[2 * found] - SEQ0) & rmask
                 if r_state[r] == ST_PENDING:
@@ -269,16 +273,7 @@ def match_step(
                 continue
             hi = post_hi[j]
             lo = post_lo[j]
-            s = _home(lo, tmask, id_from_key)
-            found = -1
-            while True:
-                q = tab[2 * s]
-                if q == EMPTY:
-                    break
-                if q >= SEQ0 and tab[2 * s + 1] == lo and r_hi[np.int64(q - SEQ0) & rmask] == hi:
-                    found = s
-                    break
-                s = (s + 1) & tmask
+            found = _find(tab, r_hi, hi, lo, tmask, rmask, id_from_key)
             if found < 0:
                 unmatched += 1
             else:

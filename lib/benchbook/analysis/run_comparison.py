@@ -116,7 +116,7 @@ def text(results: list[StatisticResult], files_a: list[str], files_b: list[str])
     for r in results:
         c = r.comparison
         delta = "-" if c.estimate is None else _fmt_delta(c.estimate, c.margin.scale)
-        margin = f"+-{c.margin.text}"
+        margin = c.margin.plus_minus
         lines.append(f"{r.stat.name:<11} {c.verdict:<15} {delta:>10}  {_fmt_ci(c.ci90, c.margin.scale):<24} "
                      f"{_fmt_ci(c.ci95, c.margin.scale):<24} {margin}")
         if c.reason:

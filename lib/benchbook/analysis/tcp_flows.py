@@ -157,6 +157,13 @@ def _rehash(fl, nflows, slots):
 
 
 @njit(cache=True, inline="always")
+def _is_flow(fl, g, o_hi, o_lo, o_port, r_hi, r_lo, r_port):
+    """Whether flow g was opened by (o_hi, o_lo):o_port towards (r_hi, r_lo):r_port."""
+    return (fl[g, FL_OPORT] == o_port and fl[g, FL_RPORT] == r_port and fl[g, FL_OA_LO] == o_lo
+            and fl[g, FL_RA_LO] == r_lo and fl[g, FL_OA_HI] == o_hi and fl[g, FL_RA_HI] == r_hi)
+
+
+@njit(cache=True, inline="always")
 def _unwrap(v32, isn, ref):
     """64-bit position of 32-bit sequence number v32 relative to isn, nearest to ref."""
     rel = (v32 - isn) & 0xFFFFFFFF
@@ -164,6 +171,23 @@ def _unwrap(v32, isn, ref):
     if d >= 0x80000000:
         d -= 0x100000000
     return ref + d
+
+
+@njit(cache=True, inline="always")
+def _remove_hole(holes, f, d, n, j):
+    """Remove hole j of the n holes of direction d of flow f (the later ones move up); return n - 1."""
+    for k in range(j, n - 1):
+        holes[f, d, k, 0] = holes[f, d, k + 1, 0]
+        holes[f, d, k, 1] = holes[f, d, k + 1, 1]
+    return n - 1
+
+
+@njit(cache=True, inline="always")
+def _give_up_oldest_hole(holes, st, f, d, n, c):
+    """The hole list is full: count the oldest hole's bytes as lost for good, drop it and return n - 1."""
+    st[f, d, S_LOST_HOLE_BYTES] += holes[f, d, 0, 1] - holes[f, d, 0, 0]
+    c[C_HOLE_OVERFLOW] += 1
+    return _remove_hole(holes, f, d, n, 0)
 
 
 @njit(cache=True, inline="always")
@@ -187,10 +211,7 @@ def _cover(holes, st, f, d, start, end, c):
             b = min(he, top)
             new += b - a
             if a == hs and b == he:  # hole filled
-                for k in range(j, n - 1):
-                    holes[f, d, k, 0] = holes[f, d, k + 1, 0]
-                    holes[f, d, k, 1] = holes[f, d, k + 1, 1]
-                n -= 1
+                n = _remove_hole(holes, f, d, n, j)
                 continue
             if a == hs:
                 holes[f, d, j, 0] = b
@@ -198,12 +219,7 @@ def _cover(holes, st, f, d, start, end, c):
                 holes[f, d, j, 1] = a
             else:  # split
                 if n == MAX_HOLES:
-                    st[f, d, S_LOST_HOLE_BYTES] += holes[f, d, 0, 1] - holes[f, d, 0, 0]
-                    c[C_HOLE_OVERFLOW] += 1
-                    for k in range(0, n - 1):
-                        holes[f, d, k, 0] = holes[f, d, k + 1, 0]
-                        holes[f, d, k, 1] = holes[f, d, k + 1, 1]
-                    n -= 1
+                    n = _give_up_oldest_hole(holes, st, f, d, n, c)
                     j -= 1
                 for k in range(n, j + 1, -1):
                     holes[f, d, k, 0] = holes[f, d, k - 1, 0]
@@ -219,12 +235,7 @@ def _cover(holes, st, f, d, start, end, c):
         new += end - lo
         if start > high:
             if n == MAX_HOLES:
-                st[f, d, S_LOST_HOLE_BYTES] += holes[f, d, 0, 1] - holes[f, d, 0, 0]
-                c[C_HOLE_OVERFLOW] += 1
-                for k in range(0, n - 1):
-                    holes[f, d, k, 0] = holes[f, d, k + 1, 0]
-                    holes[f, d, k, 1] = holes[f, d, k + 1, 1]
-                n -= 1
+                n = _give_up_oldest_hole(holes, st, f, d, n, c)
             holes[f, d, n, 0] = high
             holes[f, d, n, 1] = start
             n += 1
@@ -321,15 +332,11 @@ def process(ts_ns, caplen, wirelen, offsets, foffs, data, linktype, file_index, 
             g = slots[h]
             if g == -1:
                 break
-            if (fl[g, FL_OPORT] == p[tp.P_SPORT] and fl[g, FL_RPORT] == p[tp.P_DPORT]
-                    and fl[g, FL_OA_LO] == p[tp.P_A_LO] and fl[g, FL_RA_LO] == p[tp.P_B_LO]
-                    and fl[g, FL_OA_HI] == p[tp.P_A_HI] and fl[g, FL_RA_HI] == p[tp.P_B_HI]):
+            if _is_flow(fl, g, p[tp.P_A_HI], p[tp.P_A_LO], p[tp.P_SPORT], p[tp.P_B_HI], p[tp.P_B_LO], p[tp.P_DPORT]):
                 f = g
                 d = 0
                 break
-            if (fl[g, FL_OPORT] == p[tp.P_DPORT] and fl[g, FL_RPORT] == p[tp.P_SPORT]
-                    and fl[g, FL_OA_LO] == p[tp.P_B_LO] and fl[g, FL_RA_LO] == p[tp.P_A_LO]
-                    and fl[g, FL_OA_HI] == p[tp.P_B_HI] and fl[g, FL_RA_HI] == p[tp.P_A_HI]):
+            if _is_flow(fl, g, p[tp.P_B_HI], p[tp.P_B_LO], p[tp.P_DPORT], p[tp.P_A_HI], p[tp.P_A_LO], p[tp.P_SPORT]):
                 f = g
                 d = 1
                 break

@@ -32,6 +32,22 @@ N_R = 6
 
 
 @njit(cache=True, inline="always")
+def _append(ring, meta, f, d, hi, size, value, ts_ns):
+    """Append (value, ts_ns) to the ring of ``size`` entries (meta[f, d, hi] = head, meta[f, d, hi+1] = count);
+    a full ring drops its oldest entry first."""
+    head = meta[f, d, hi]
+    count = meta[f, d, hi + 1]
+    if count == size:
+        head = (head + 1) % size
+        count -= 1
+    k = (head + count) % size
+    ring[f, d, k, 0] = value
+    ring[f, d, k, 1] = ts_ns
+    meta[f, d, hi] = head
+    meta[f, d, hi + 1] = count + 1
+
+
+@njit(cache=True, inline="always")
 def ts_push(ring, meta, f, d, hi, tsval, ts_ns):
     """Remember a TSval (meta[f, d, hi] = head, meta[f, d, hi+1] = count); only values newer than the last one."""
     head = meta[f, d, hi]
@@ -41,14 +57,7 @@ def ts_push(ring, meta, f, d, hi, tsval, ts_ns):
         delta = (tsval - last) & 0xFFFFFFFF
         if delta == 0 or delta >= 0x80000000:
             return
-    if count == TS_RING:
-        head = (head + 1) % TS_RING
-        count -= 1
-    k = (head + count) % TS_RING
-    ring[f, d, k, 0] = tsval
-    ring[f, d, k, 1] = ts_ns
-    meta[f, d, hi] = head
-    meta[f, d, hi + 1] = count + 1
+    _append(ring, meta, f, d, hi, TS_RING, tsval, ts_ns)
 
 
 @njit(cache=True, inline="always")
@@ -76,16 +85,8 @@ def ts_echo(ring, meta, f, d, hi, tsecr, ts_ns):
 
 @njit(cache=True, inline="always")
 def seg_push(ring, meta, f, d, hi, end, ts_ns):
-    head = meta[f, d, hi]
-    count = meta[f, d, hi + 1]
-    if count == SEG_RING:
-        head = (head + 1) % SEG_RING
-        count -= 1
-    k = (head + count) % SEG_RING
-    ring[f, d, k, 0] = end
-    ring[f, d, k, 1] = ts_ns
-    meta[f, d, hi] = head
-    meta[f, d, hi + 1] = count + 1
+    """Remember a segment that advanced the highest sequence number: its end and send time."""
+    _append(ring, meta, f, d, hi, SEG_RING, end, ts_ns)
 
 
 @njit(cache=True, inline="always")

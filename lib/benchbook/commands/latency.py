@@ -185,7 +185,7 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
                    engine: str | None, scheduler: str | None, ssh_cluster: Path | None) -> None:
     from benchbook.analysis.hlog_merge import MERGED_FILES, merged_line
     from benchbook.analysis.latency_report import OUTPUT_FILES
-    from benchbook.engine import EngineError, Task, engine_spec, installed_values, open_engine
+    from benchbook.engine import EngineError, Task, engine_spec, run_installed_or_exit
 
     try:
         spec = engine_spec(engine, scheduler, ssh_cluster)
@@ -197,13 +197,7 @@ def _latency_pairs(pairs_csv: Path, out: Path, key, max_latency_ns: int, window:
     finals = {name: out / name for _pre, _post, name in pairs}
     tasks = [Task(name, pair_task, (str(pre), str(post), str(finals[name]), key, max_latency_ns, window, html))
              for pre, post, name in pairs]
-    try:
-        with open_engine(spec) as eng:
-            typer.echo(f"engine: {spec.describe()}, {len(tasks)} pairs", err=True)
-            done, failed = installed_values(eng, tasks, finals, OUTPUT_FILES)
-    except EngineError as exc:
-        typer.echo(f"benchbook latency: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    done, failed = run_installed_or_exit(spec, tasks, finals, OUTPUT_FILES, "pairs", "benchbook latency: error")
     summaries = {name: value["summary"] for name, value in done.items()}
     for _pre, _post, name in pairs:
         if name in summaries:

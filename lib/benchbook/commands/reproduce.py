@@ -11,6 +11,9 @@
                                       whether it can run here
     benchbook reproduce --all         every entry that can run here (the others: skipped, with why)
     --list/--all --paper PAPER_ID     only the entries of that paper folder
+    --all --fresh-kernel              a new Jupyter kernel per entry (default: one kernel for the whole
+                                      --all, reset to a fresh kernel's state before each entry, and one
+                                      browser for its static figures; benchbook.reproduce.run)
 
 Outcomes and exit status (for --all: the worst outcome over the entries run, in the order
 failed > mismatch > inconclusive > partial > figure redrawn > reproduced; skipped entries do not count;
@@ -115,7 +118,8 @@ def _print_result(res, console) -> None:
                                                                                              "yellow")
             console.print(f"principal claim: {claim['text']} [{style}]{claim['status']}[/]", highlight=False)
     if res.plan is not None:
-        console.print(res.plan, highlight=False, markup=False, end="")
+        # soft_wrap: a plan's lines stay whole (a copied command must be the one that runs)
+        console.print(res.plan, highlight=False, markup=False, end="", soft_wrap=True)
     console.print(f"[{_STYLES[res.outcome]}]{res.id}: {res.outcome}[/] - {res.detail}", highlight=False)
     if res.run_dir is not None:
         console.print(f"  outputs: {res.run_dir}", highlight=False)
@@ -240,6 +244,9 @@ def register(app: typer.Typer) -> None:
         paper: str | None = typer.Option(None, "--paper", help="--list/--all: only this paper's entries"),
         runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go"),
         param: list[str] = typer.Option([], "--param", "-p", help="override a notebook parameter: key=value"),
+        fresh_kernel: bool = typer.Option(False, "--fresh-kernel", help="--all: start a new kernel for every entry "
+                                          "(default: one kernel, reset to a fresh kernel's state before each "
+                                          "entry, and one browser for static figures)"),
         engine: str | None = ENGINE_OPTION,
         scheduler: str | None = SCHEDULER_OPTION,
         ssh_cluster: Path | None = SSH_CLUSTER_OPTION,
@@ -262,6 +269,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_BAD_USAGE)
         if dry_run and not figure_id or dry_run and show:
             console.print("--dry-run needs an entry ID")
+            raise typer.Exit(EXIT_BAD_USAGE)
+        if fresh_kernel and not all_:
+            console.print("--fresh-kernel applies to --all")
             raise typer.Exit(EXIT_BAD_USAGE)
         if (engine or scheduler or ssh_cluster) and not all_:
             console.print("--engine, --scheduler and --ssh-cluster apply to --all")
@@ -307,7 +317,8 @@ def register(app: typer.Typer) -> None:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_BAD_USAGE) from exc
         try:
-            results = reproduce_entries(entries, runs_dir, overrides, spec, progress=progress, on_result=printed)
+            results = reproduce_entries(entries, runs_dir, overrides, spec, progress=progress, on_result=printed,
+                                        shared_kernel=not fresh_kernel)
         except EngineError as exc:
             console.print(f"[bold red]engine error[/]: {exc}", highlight=False)
             raise typer.Exit(EXIT_CANNOT_RUN) from exc

@@ -1,6 +1,6 @@
 """`benchbook run NOTEBOOK -p name=v1,v2 ... [--repeat N] [--resume] [--shuffle] [--experiment NAME]
 [--fresh-kernel]`: a Cartesian sweep through papermill, one run record per point (benchbook.experiment.sweep),
-the points in one shared kernel (benchbook.experiment.kernel_session) unless --fresh-kernel."""
+the points in one shared kernel (benchbook.experiment.jupyter_session) unless --fresh-kernel."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def capture_task(capture: str, final: str, bin_ms: float, rule: str, html: bool)
 def _tcp_each(captures: list[Path], out: Path, bin_ms: float, rule: str, html: bool, engine: str | None,
               scheduler: str | None, ssh_cluster: Path | None) -> None:
     from benchbook.analysis.tcp_report import OUTPUT_FILES, format_flows
-    from benchbook.engine import EngineError, Task, engine_spec, installed_values, open_engine
+    from benchbook.engine import EngineError, Task, engine_spec, run_installed_or_exit
 
     names = [capture_name(p) for p in captures]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -114,13 +114,7 @@ def _tcp_each(captures: list[Path], out: Path, bin_ms: float, rule: str, html: b
     finals = {n: out / n for n in names}
     tasks = [Task(n, capture_task, (str(p.absolute()), str(finals[n]), bin_ms, rule, html))
              for n, p in zip(names, captures, strict=True)]
-    try:
-        with open_engine(spec) as eng:
-            typer.echo(f"engine: {spec.describe()}, {len(tasks)} captures", err=True)
-            done, failed = installed_values(eng, tasks, finals, OUTPUT_FILES)
-    except EngineError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    done, failed = run_installed_or_exit(spec, tasks, finals, OUTPUT_FILES, "captures")
     for n in names:
         if n in done:
             for m in done[n]["messages"]:

@@ -5,7 +5,7 @@ one, a running scheduler, or one started over ssh on a testbed inventory's hosts
 functions with the same file rules (benchbook.engine.tasks), so their outputs are the same bytes.
 """
 
-from benchbook.engine.options import EngineSpec, engine_spec, open_engine
+from benchbook.engine.options import EngineSpec, engine_spec, open_engine, run_installed_or_exit
 from benchbook.engine.tasks import (
     EngineError,
     MeasurementAlreadyStarted,
@@ -20,5 +20,5 @@ from benchbook.engine.tasks import (
 
 __all__ = [
     "EngineError", "EngineSpec", "MeasurementAlreadyStarted", "Outcome", "Task", "attempt_dir", "engine_spec",
-    "install", "installed_values", "open_engine", "remove_attempts", "run_installing",
+    "install", "installed_values", "open_engine", "remove_attempts", "run_installed_or_exit", "run_installing",
 ]

@@ -12,7 +12,7 @@ TLS: when BENCHBOOK_TLS_CA_FILE, BENCHBOOK_TLS_CERT and BENCHBOOK_TLS_KEY name P
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from benchbook.engine.tasks import EngineError
+from benchbook.engine.tasks import EngineError, Task, installed_values
 from benchbook.plugins import Registry
 
 # name -> a factory (spec, **options) -> engine, or "module:attribute" of one; an engine loads only when chosen
@@ -95,3 +95,16 @@ def open_engine(spec: EngineSpec, **dask_options: Any) -> Iterator[Any]:
         yield engine
     finally:
         engine.close()
+
+
+def run_installed_or_exit(spec: EngineSpec, tasks: list[Task], finals: dict[str, Path], names: Iterable[str],
+                          what: str, error_prefix: str = "error") -> tuple[dict[str, Any], dict[str, str]]:
+    """A command's tasks on the engine of ``spec``, each output installed (installed_values); says on stderr which
+    engine runs how many ``what``. An engine that fails as a whole prints ``<error_prefix>: <why>`` and exits 1."""
+    try:
+        with open_engine(spec) as eng:
+            typer.echo(f"engine: {spec.describe()}, {len(tasks)} {what}", err=True)
+            return installed_values(eng, tasks, finals, names)
+    except EngineError as exc:
+        typer.echo(f"{error_prefix}: {exc}", err=True)
+        raise typer.Exit(1) from None

@@ -17,6 +17,16 @@ A set whose congestion controls are not all available here is not run; its runs 
 runnable with the reason (never substituted). Per flow, throughput is the receiver's byte count over
 the sender's test time (iperf3 end totals), the RTT is the mean of iperf3's per-interval smoothed RTT
 (sender kernel), and the per-interval series for Jain's index are the sender's interval rates.
+
+Each run's statistics (run-statistics.parquet; what verdicts are judged from, :func:`pair_statistics`): per flow
+i ``flow<i>_throughput_mbps`` and ``flow<i>_share`` (of the flows' summed throughput), the highest and lowest
+flow's throughput, and both Jain variants and the per-interval minimum; with those of every dumbbell run
+(:func:`benchbook.experiment.dumbbell_runs.flow_statistics`: ``flow<i>.mean_rtt_ms``, retransmissions, drops).
+
+:func:`set_summary` summarises a set over its runs as the median of the per-run values with its 95 %
+order-statistic interval (:func:`benchbook.analysis.intervals.median_interval`): no interval from fewer than
+``MIN_RUNS`` (6) runs (the summary names the runs needed), and every bound inside the statistic's range (rates
+and RTTs >= 0, Jain's index of n flows in [1/n, 1]).
 """
 
 from __future__ import annotations
@@ -28,12 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from benchbook.analysis.fairness import VARIANT_LABELS, FlowSeries, combine, confidence_interval, summarize
+from benchbook.analysis.fairness import VARIANT_LABELS, FlowSeries, combine, summarize
+from benchbook.analysis.intervals import RATE, SHARE, Range, jain_range, median_interval
 from benchbook.atomic_write import write_json_atomic
 from benchbook.experiment.dumbbell_runs import FlowsArm, FlowsRun, flows_run, report_file
 from benchbook.experiment.repetitions import RunContext, RunFunction, Statistic, run_repetitions
 from benchbook.testbed.capabilities import NotRunnable, congestion_controls
-from benchbook.testbed.dumbbell import Dumbbell, FlowSpec, LinkSpec
+from benchbook.testbed.dumbbell import Dumbbell, FlowResult, FlowSpec, LinkSpec
 from benchbook.tools.iperf3 import Iperf3Report, flow_series, read_report
 
 JAIN_STATISTICS = ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval")
@@ -85,18 +96,41 @@ def arms_of(params: RunParams) -> dict[str, FlowsArm]:
             for name, ccas in params.sets.items()}
 
 
+def pair_statistics(flows: list[FlowResult], ccas: list[str], interval_s: float) -> list[Statistic]:
+    """One run's statistics of the competing flows (what the verdicts are judged from): per flow i its
+    throughput in Mbit/s and its share of the flows' summed throughput, the highest and lowest flow's throughput,
+    both Jain variants and the per-interval minimum over the senders' ``interval_s`` rates."""
+    rate = {f.index: f.receiver_bps for f in flows}
+    known = [v for v in rate.values() if v is not None]
+    total = sum(known) if len(known) == len(rate) else None
+    what = "bytes the receiver counted (iperf3 -J end totals: TCP payload, each byte once) x 8 / the sender's test " \
+           "seconds"
+    out = []
+    for i, bps in sorted(rate.items()):
+        out.append(Statistic(f"flow{i}_throughput_mbps", None if bps is None else bps / 1e6, None, "Mbit/s",
+                             f"flow {i} ({ccas[i - 1]}): {what}"))
+        out.append(Statistic(f"flow{i}_share", None if bps is None or not total else bps / total, None, "",
+                             f"flow {i}'s throughput / the sum over the {len(rate)} flows' throughputs ({what})"))
+    if len(known) >= 2 and total is not None:
+        out += [Statistic("highest_flow_throughput_mbps", max(known) / 1e6, None, "Mbit/s",
+                          f"the largest of the {len(known)} flows' throughputs ({what})"),
+                Statistic("lowest_flow_throughput_mbps", min(known) / 1e6, None, "Mbit/s",
+                          f"the smallest of the {len(known)} flows' throughputs ({what})")]
+    s = summarize(run_series([f.report for f in flows], ccas, interval_s))
+    grid = (f"over the senders' {interval_s * 1000:g} ms interval rates; n: intervals in which every flow had "
+            "a rate")
+    return out + [Statistic(k, s[k], s["intervals_counted"], "", f"{VARIANT_LABELS[k]} {grid}")
+                  for k in JAIN_STATISTICS]
+
+
 def run_function(params: RunParams) -> RunFunction:
     """One run of a set: not runnable when the kernel lacks one of its congestion controls, else the flows
     through a fresh dumbbell, with both Jain variants (and the minimum) of the run as statistics."""
 
-    def jain(run: FlowsRun) -> list[Statistic]:
-        s = summarize(run_series([f.report for f in run.flows], params.sets[run.ctx.arm], params.interval_s))
-        grid = (f"over the senders' {params.interval_s * 1000:g} ms interval rates; n: intervals in which every "
-                "flow had a rate")
-        return [Statistic(k, s[k], s["intervals_counted"], "", f"{VARIANT_LABELS[k]} {grid}")
-                for k in JAIN_STATISTICS]
+    def measures(run: FlowsRun) -> list[Statistic]:
+        return pair_statistics(run.flows, params.sets[run.ctx.arm], params.interval_s)
 
-    flows = flows_run(measures=jain)
+    flows = flows_run(measures=measures)
 
     def run(ctx: RunContext) -> list[Statistic]:
         avail, _default = congestion_controls()
@@ -150,9 +184,26 @@ def load_run_reports(output_dir: Path | str, run: dict[str, Any]) -> list[Iperf3
     return [read_report(Path(output_dir) / f) for f in run["files"]]
 
 
-def set_summary(result: dict[str, Any], name: str, level: float = 0.95) -> dict[str, Any] | None:
-    """Means over repetitions with Student-t intervals: per flow position throughput (Mbit/s) and RTT (ms),
-    and both Jain variants. None when the set has no completed run."""
+def median_summary(values: list[float], value_range: Range) -> dict[str, Any] | None:
+    """The median of per-run values with its 95 % order-statistic interval (analysis.intervals): ``low`` and
+    ``high`` are None below MIN_RUNS runs, and ``reason`` and ``runs_needed`` say why; bounds stay inside
+    ``value_range``. None without values."""
+    if not values:
+        return None
+    iv = median_interval(values, value_range=value_range)
+    out: dict[str, Any] = {"median": float(np.median(values)), "n": len(values), "level": iv.confidence,
+                           "method": iv.method, "low": None, "high": None}
+    if iv.ok:
+        out.update(low=iv.low, high=iv.high, coverage=iv.coverage)
+    else:
+        out.update(reason=iv.reason, runs_needed=iv.runs_needed)
+    return out
+
+
+def set_summary(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A set over its complete runs: per flow position the throughput (Mbit/s) and RTT (ms), and both Jain
+    variants, each as :func:`median_summary` (the median with its order-statistic interval; none below 6 runs).
+    None when the set has no completed run."""
     runs = [r for r in result["runs"] if r["set"] == name]
     if not runs:
         return None
@@ -161,14 +212,15 @@ def set_summary(result: dict[str, Any], name: str, level: float = 0.95) -> dict[
     for i in range(n_flows):
         tput = [r["flows"][i]["receiver_bps"] / 1e6 for r in runs if r["flows"][i]["receiver_bps"] is not None]
         rtt = [r["flows"][i]["mean_rtt_ms"] for r in runs if r["flows"][i]["mean_rtt_ms"] is not None]
-        flows.append({"cca": runs[0]["ccas"][i],
-                      "throughput_mbps": confidence_interval(tput, level).as_dict() if tput else None,
-                      "rtt_ms": confidence_interval(rtt, level).as_dict() if rtt else None})
+        flows.append({"cca": runs[0]["ccas"][i], "throughput_mbps": median_summary(tput, RATE),
+                      "rtt_ms": median_summary(rtt, RATE)})
     out: dict[str, Any] = {"set": name, "repetitions": len(runs), "flows": flows,
                            "runs": ", ".join(r["dir"] for r in runs)}
-    for key in ("jain_of_means", "jain_mean_of_intervals", "jain_min_interval"):
-        vals = [r[key] for r in runs if r[key] is not None]
-        out[key] = confidence_interval(vals, level).as_dict() if vals else None
+    for key in JAIN_STATISTICS:
+        out[key] = median_summary([r[key] for r in runs if r[key] is not None], jain_range(n_flows))
+    shares = [[r["flows"][i]["receiver_bps"] for i in range(n_flows)] for r in runs]
+    out["shares"] = [median_summary([row[i] / sum(row) for row in shares if None not in row and sum(row) > 0],
+                                    SHARE) for i in range(n_flows)]
     return out
 
 
@@ -190,5 +242,5 @@ def interval_frame(output_dir: Path | str, run: dict[str, Any]) -> dict[str, Any
             "jain": np.array([np.nan if iv["jain"] is None else iv["jain"] for iv in per]), "rtt_ms": rtt}
 
 
-__all__ = ["RunParams", "dry_run", "flow_spec", "interval_frame", "load_run_reports", "run_series", "run_sets",
-           "set_summary"]
+__all__ = ["JAIN_STATISTICS", "RunParams", "dry_run", "flow_spec", "interval_frame", "load_run_reports",
+           "median_summary", "pair_statistics", "run_series", "run_sets", "set_summary"]

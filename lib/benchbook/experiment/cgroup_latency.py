@@ -35,7 +35,6 @@ runnable with the reason for each of its points; nothing is emulated in its plac
 from __future__ import annotations
 
 import json
-import math
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -47,7 +46,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchbook.analysis.latency import IdKey, match_captures
-from benchbook.analysis.percentiles import discrete_percentiles, exact_ladder
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_percentiles, exact_ladder
+from benchbook.analysis.resolvability import RULE_TEXT, resolved_percentiles
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.repetitions import (
@@ -67,7 +67,6 @@ from benchbook.tools.host import CommandLog
 
 RESULT_FILE = "latency-points.json"
 DRY_RUN_FILE = "dry-run.txt"
-PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # the packet id bb-loadgen writes into every frame
 LOADGEN_ID = IdKey(offset=loadgen.ID_OFFSET, width=loadgen.ID_WIDTH, byteorder=loadgen.ID_BYTEORDER)
 
@@ -87,7 +86,7 @@ class ExperimentParams:
     duration_s: float = 3.0
     repetitions: int = 3
     seed: int | None = None                     # of the runs' interleaved order (None: drawn, then recorded)
-    cgroup_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])   # isolation modes ("none" too)
+    isolation_modes: list[str] = field(default_factory=lambda: ["v1", "v2"])  # testbed.isolation.ISOLATION_MODES
     dut_kind: str = "testpmd"
     dut_cpu: int = 1
     perf_repeats: int = 3
@@ -209,23 +208,69 @@ def _command_range(log: CommandLog, first: int, out_dir: Path) -> dict[str, Any]
     return {"log": where, "first": ns[0] if ns else None, "last": ns[-1] if ns else None}
 
 
+PERCENTILE_STATISTICS = ("50", "99", "99.9", "99.99")   # the per-run latency percentiles a run gives its record
+PERF_COUNT_UNITS = {"cpu-migrations": "migrations", "context-switches": "switches"}   # perf prints no unit for these
+
+
 def point_statistics(p: dict[str, Any]) -> list[Statistic]:
-    """The statistics of a complete point for its run's record: loss, achieved rate, and the latency
-    percentiles its matched packets resolve (p99 from 100 packets on, p99.9 from 1000)."""
+    """The statistics of a complete point for its run's record, with N = the matched packets behind each
+    latency statistic: loss, achieved rate, the latency percentiles p50, p99, p99.9, p99.99 (``null`` where the
+    run's N cannot resolve one, V2: the definition says why), the observed maximum (an extreme: no interval at any
+    N, V11), and each ``perf stat`` counter of the DuT over the sending window (``null`` where perf reports it
+    ``<not supported>`` or ``<not counted>``: missing, never zero)."""
     an = p["analysis"]
     c, n = an["counts"], an["counts"]["matched"]
     m = point_metrics(p)
     out = [Statistic("loss_fraction", m["loss_fraction"], c["pre"], "1",
                      "packets captured before the DuT and not after it / packets captured before it"),
            Statistic("achieved_pps", m["achieved_pps"], m["sent"], "pkt/s",
-                     "bb-loadgen's sent packets / its send time")]
-    for q, least in (("50", 1), ("99", 100), ("99.9", 1000)):
-        v = an["percentiles_ns"].get(q)
-        if v is not None and n >= least:
-            out.append(Statistic(f"p{q}_latency", v, n, "ns", f"discrete percentile of the matched packets' latency: "
-                                                             f"the smallest with at least {q} % at or below it"))
+                     "bb-loadgen's sent packets / its send time"),
+           Statistic("matched_packets", n, None, "packets", "packets captured before and after the DuT, matched by "
+                                                            "their id: the N behind the latency statistics")]
+    unresolved = _unresolved(an, n)
+    for q in PERCENTILE_STATISTICS:
+        definition = (f"discrete percentile of the matched packets' latency (tcpdump software timestamps at the DuT's "
+                      f"ingress and egress): the smallest with at least {q} % at or below it")
+        if q in unresolved:
+            out.append(Statistic(f"p{q}_latency", None, n, "ns", f"{definition}; null: {unresolved[q]}"))
+        else:
+            out.append(Statistic(f"p{q}_latency", an["percentiles_ns"].get(q), n, "ns", definition))
     if an["max_ns"] is not None:
-        out.append(Statistic("max_latency", an["max_ns"], n, "ns", "largest latency of the matched packets"))
+        out.append(Statistic("max_latency", an["max_ns"], n, "ns", "largest latency of the matched packets (the "
+                             "observed maximum: an extreme of its run, without a confidence interval at any N)"))
+    return out + perf_statistics(p)
+
+
+def _unresolved(an: dict[str, Any], n: int) -> dict[str, str]:
+    """Why each percentile of PERCENTILE_STATISTICS the run cannot resolve is null (V2), by its percent text;
+    for analyses written before they were kept (``unresolved_percentiles``), decided from N here."""
+    if "unresolved_percentiles" in an:
+        return dict(an["unresolved_percentiles"])
+    _, why = resolved_percentiles({q: an["percentiles_ns"].get(q) for q in PERCENTILE_STATISTICS}, n)
+    return why
+
+
+def perf_statistics(p: dict[str, Any]) -> list[Statistic]:
+    """Each counter of the DuT's ``perf stat -r R`` over the sending window as a run statistic: perf prints the
+    mean of R consecutive sub-windows, so the count over the window is that mean times R (n = R sub-windows);
+    a counter perf reports ``<not supported>`` (no PMU in a VM, say) or ``<not counted>`` is null with that
+    reason, never zero. None when perf did not run on the DuT (its reason is in the point's perf record)."""
+    perf = p.get("perf") or {}
+    if perf.get("status") != "run":
+        return []
+    argv = [str(a) for a in perf.get("argv", [])]
+    repeats = int(argv[argv.index("-r") + 1]) if "-r" in argv[:-1] else 1
+    out = []
+    for c in perf.get("counters", []):
+        event = str(c["event"])
+        unit = str(c.get("unit") or PERF_COUNT_UNITS.get(event, event))
+        what = (f"perf stat -r {repeats} on the DuT process over the sending window: the mean count of {repeats} "
+                f"consecutive sub-windows x {repeats} (the count over the window)")
+        if c.get("status") == "counted" and c.get("value") is not None:
+            out.append(Statistic(event, float(c["value"]) * repeats, repeats, unit, what))
+        else:
+            out.append(Statistic(event, None, repeats, unit,
+                                 f"{what}; null: perf reported <{c.get('status')}> (missing, not zero)"))
     return out
 
 
@@ -235,14 +280,18 @@ def analyse_point(d: Path, out_parquet: Path | None = None) -> dict[str, Any]:
     res = match_captures(d / "pre.pcap", d / "post.pcap", key=LOADGEN_ID,
                          out_parquet=out_parquet or d / "latencies.parquet")
     lat = np.sort(res.latency_ns)
+    exact = discrete_percentiles(lat, [float(p) for p in REPORTED_PERCENTILES])
+    shown, unresolved = resolved_percentiles({p: exact[float(p)] for p in REPORTED_PERCENTILES}, len(lat))
     return {
         "counts": {k: int(v) for k, v in res.counts.items()},
         "warnings": list(res.warnings),
         "min_ns": int(lat[0]) if len(lat) else None,
         "max_ns": int(lat[-1]) if len(lat) else None,
         "mean_ns": float(lat.mean()) if len(lat) else None,
-        "percentiles_ns": {f"{p:g}": v for p, v in discrete_percentiles(lat, PERCENTILES).items()},
-        "percentile_method": "exact discrete (smallest latency with at least p of packets at or below it)",
+        "percentiles_ns": shown,
+        "unresolved_percentiles": unresolved,
+        "percentile_method": "exact discrete (smallest latency with at least p of packets at or below it); "
+                             + RULE_TEXT,
     }
 
 
@@ -257,7 +306,7 @@ def load_latencies(out_dir: Path, point: dict[str, Any]) -> tuple[np.ndarray, np
 # -------------------------------------------------------------------------------------------------
 def arm_status(params: ExperimentParams, backend: Backend) -> dict[str, dict[str, Any]]:
     """Per isolation mode: runnable on the backend's DuT host? (with the reason)"""
-    return backend.mode_status(params.cgroup_modes)
+    return backend.mode_status(params.isolation_modes)
 
 
 def capabilities(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
@@ -270,14 +319,14 @@ def _grid(params: ExperimentParams) -> list[tuple[str, float, int]]:
     when ``params.seed`` is given, else mode by mode (the order a real run draws is in its repetitions.json)."""
     arms = _arms(params)
     if params.seed is None:
-        return [(m, r, k) for m in params.cgroup_modes for r in params.rates_pps
+        return [(m, r, k) for m in params.isolation_modes for r in params.rates_pps
                 for k in range(1, params.repetitions + 1)]
     return [(arms[s["arm"]]["mode"], arms[s["arm"]]["rate_pps"], s["repetition"])
             for s in interleaved_order(list(arms), params.repetitions, params.seed)]
 
 
 def _arms(params: ExperimentParams) -> dict[str, dict[str, Any]]:
-    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.cgroup_modes for r in params.rates_pps}
+    return {arm_name(m, r): {"mode": m, "rate_pps": r} for m in params.isolation_modes for r in params.rates_pps}
 
 
 def dry_run_plan(params: ExperimentParams, backend: Backend | None = None) -> dict[str, list[str]]:
@@ -303,8 +352,8 @@ def write_dry_run(params: ExperimentParams, output_dir: Path, backend: Backend |
     plan = dry_run_plan(params, backend)
     where = f"inventory {params.inventory}" if params.inventory else "this machine"
     lines = [f"# benchbook dry run: backend {params.backend} ({where}); nothing was run",
-             f"# modes {', '.join(params.cgroup_modes)} x rates {', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s"
-             f" x {params.repetitions} repetitions",
+             f"# modes {', '.join(params.isolation_modes)} x rates "
+             f"{', '.join(f'{r:g}' for r in params.rates_pps)} pkt/s x {params.repetitions} repetitions",
              f"# {DRY_RUN_DIR}: the output directory; names carry the run token ({DRY_RUN_TOKEN} here); values known "
              f"only at run time: " + "; ".join(f"{k}: {v}" for k, v in RUNTIME_VALUES.items())]
     for role, cmds in plan.items():
@@ -381,7 +430,7 @@ def run_experiment(params: ExperimentParams | dict[str, Any], output_dir: Path |
                                  "leftovers_after": backend.leftovers(run_tokens(points))}
     write_json_atomic(out / "metrics.json", metrics)
     caps = _read_json(out / "capabilities.json", [])
-    first = _grid(params)[0] if params.cgroup_modes and params.rates_pps and params.repetitions else None
+    first = _grid(params)[0] if params.isolation_modes and params.rates_pps and params.repetitions else None
     caps.extend(capabilities(arms))
     caps.extend(backend.capability_lines(measurement(params, *first, run_dir=out) if first else None))
     write_json_atomic(out / "capabilities.json", caps)
@@ -483,7 +532,7 @@ def worst_repetition(points: list[dict[str, Any]], worst_by: str = "max") -> dic
     def score(p: dict[str, Any]) -> float:
         an = p["analysis"]
         v = an["max_ns"] if worst_by == "max" else an["percentiles_ns"].get(worst_by)
-        return -1.0 if v is None else float(v)
+        return -1.0 if v is None else float(v)   # a percentile the point cannot resolve ranks below any value
 
     return max(points, key=score)
 
@@ -493,7 +542,7 @@ def point_label(p: dict[str, Any]) -> str:
     loss = m.get("loss_fraction")
     return (f"{p['mode']} @ {p['rate_pps']:g} pkt/s "
             f"(rep {p['repetition']}; achieved {m['achieved_pps']:.0f} pkt/s, "
-            f"loss {0 if loss is None else loss * 100:.2f} %, "
+            f"loss {'unknown' if loss is None else f'{loss * 100:.2f} %'}, "
             f"capture drops {m['capture_drops_pre']}/{m['capture_drops_post']})")
 
 
@@ -511,7 +560,7 @@ def hdr_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float,
 def _worst_per_mode(result: dict[str, Any], rate_pps: float, worst_by: str) -> list[dict[str, Any]]:
     """The worst complete repetition of each mode at one rate (modes without one are left out)."""
     worst = (worst_repetition(complete_points(result, mode, rate_pps), worst_by)
-             for mode in result["params"]["cgroup_modes"])
+             for mode in result["params"]["isolation_modes"])
     return [p for p in worst if p is not None]
 
 
@@ -533,7 +582,7 @@ def worst_series(result: dict[str, Any], output_dir: Path | str, rate_pps: float
 def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
     """Write achieved rate, loss and capture drops of every point at `rate_pps` (and arms not run) onto fig."""
     lines = []
-    for mode in result["params"]["cgroup_modes"]:
+    for mode in result["params"]["isolation_modes"]:
         arm = result["arms"].get(mode, {})
         if not arm.get("runnable", True):
             lines.append(f"{mode}: not runnable here ({arm.get('reason', '')[:90]})")
@@ -543,9 +592,9 @@ def annotate_points(fig: Any, result: dict[str, Any], rate_pps: float) -> Any:
             if p["status"] != "complete":
                 lines.append(f"{mode} rep {p['repetition']}: {p['status']}")
                 continue
-            loss = m["loss_fraction"] or 0.0
+            loss = m["loss_fraction"]
             lines.append(f"{mode} rep {p['repetition']}: {m['achieved_pps']:.0f}/{m['requested_pps']:.0f} pkt/s, "
-                         f"loss {loss * 100:.2f} %, "
+                         f"loss {'unknown' if loss is None else f'{loss * 100:.2f} %'}, "
                          f"capture drops pre/post {m['capture_drops_pre']}/{m['capture_drops_post']}")
     fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left",
                        yanchor="top", showarrow=False, align="left", font={"size": 10},
@@ -563,7 +612,7 @@ def perf_table(result: dict[str, Any], rate_pps: float | None = None,
     """Per mode and perf event the mean over repetitions (None where missing) and the status; a mode
     without a completed point gets a "not run" row for each of events_expected."""
     rows = []
-    for mode in result["params"]["cgroup_modes"]:
+    for mode in result["params"]["isolation_modes"]:
         pts = [p for p in complete_points(result, mode, rate_pps) if p.get("perf", {}).get("status") == "run"]
         arm = result["arms"].get(mode, {})
         events: dict[str, list[dict[str, Any]]] = {}
@@ -583,14 +632,3 @@ def perf_table(result: dict[str, Any], rate_pps: float | None = None,
                          "status": "counted" if len(vals) == len(cs) else "/".join(statuses),
                          "note": "" if vals else "perf reported " + "/".join(statuses) + ": missing, not zero"})
     return pd.DataFrame(rows)
-
-
-def mean_of(pt: Any, mode: str, event: str) -> float | None:
-    """The mean of ``event`` for ``mode`` in a perf_table (None where missing)."""
-    if pt is None or len(pt) == 0:
-        return None
-    row = pt[(pt["mode"] == mode) & (pt["event"] == event)]
-    if len(row) == 0:
-        return None
-    v = row.iloc[0]["mean"]
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)

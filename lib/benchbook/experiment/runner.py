@@ -10,7 +10,8 @@ experiment rewrites such a record as "interrupted" once its owner is gone (recor
 
 A notebook may leave two files for the record: ``metrics.json`` (an object of named results, folded
 into "metrics") and ``capabilities.json`` (a list of {"capability", "status", "detail"}: what was
-missing or substituted, folded into "capabilities").
+missing or substituted, folded into "capabilities"). Run with ``dry_run=True`` a notebook measures nothing and
+writes ``dry-run.txt`` (DRY_RUN_FILE): every command each host would run.
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ from benchbook.provenance.environment import (
 from benchbook.provenance.fingerprint import host_fingerprint
 
 if TYPE_CHECKING:
-    from benchbook.experiment.kernel_session import KernelSession
+    from benchbook.experiment.jupyter_session import JupyterSession
 
 CAPABILITY_STATUSES = ("present", "missing", "substituted", "unknown")
+DRY_RUN_FILE = "dry-run.txt"
 
 
 @dataclass
@@ -273,12 +275,12 @@ def run_notebook(
     manifest: Path | None = None,
     fingerprint: dict[str, Any] | None = None,
     capabilities: Iterable[dict[str, Any]] = (),
-    kernel: KernelSession | None = None,
+    kernel: JupyterSession | None = None,
     run_dir: Path | None = None,
 ) -> RunResult:
     """Execute ``notebook`` with papermill, injecting ``parameters`` plus ``output_dir``.
 
-    With ``kernel`` (a KernelSession, as a sweep passes) the notebook runs in that session's
+    With ``kernel`` (a JupyterSession, as a sweep passes) the notebook runs in that session's
     kernel, reset to a fresh kernel's state for it, instead of a kernel started for this run.
 
     The run record holds the host fingerprint (computed once per process unless given), the

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from benchbook.atomic_write import write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.experiment.engine_runs import run_points_on_engine
-from benchbook.experiment.kernel_session import KernelSession
+from benchbook.experiment.jupyter_session import JupyterSession
 from benchbook.experiment.lock import ExperimentLock
 from benchbook.experiment.record import RunRecordError, read_record, write_record
 from benchbook.experiment.runner import new_run_id, run_notebook
@@ -245,7 +245,7 @@ def run_sweep(
     """Run (or resume) a sweep; returns what ran, what was skipped and the final manifest.
 
     With ``shared_kernel`` the points run one after another in one kernel, reset to a fresh
-    kernel's state before each (benchbook.experiment.kernel_session); without it each point
+    kernel's state before each (benchbook.experiment.jupyter_session); without it each point
     starts its own kernel."""
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
@@ -303,7 +303,7 @@ def run_sweep(
         by_key = {p["key"]: p for p in manifest["points"]}
         todo = [by_key[k] for k in manifest["order"] if by_key[k]["status"] != "complete"]
         outcome.skipped = [p["key"] for p in manifest["points"] if p["status"] == "complete"]
-        kernel = KernelSession() if shared_kernel and todo and engine is None else None
+        kernel = JupyterSession() if shared_kernel and todo and engine is None else None
         if kernel is not None:
             kernel.launch()  # the kernel boots while the host is fingerprinted
         fingerprint = host_fingerprint() if todo else None

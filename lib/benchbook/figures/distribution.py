@@ -40,6 +40,14 @@ def ecdf(values: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarr
     return x, np.cumsum(c, dtype=np.float64) / float(total)
 
 
+def _step_trace(name: str, i: int, x_ns: np.ndarray, y: np.ndarray, unit: str,
+                line_width: float | None = None) -> go.Scatter:
+    """One series as a step line (each value held until the next), x in `unit`, in the i-th house colour."""
+    line = dict(color=color(i), shape="hv") | ({"width": line_width} if line_width is not None else {})
+    return go.Scatter(x=ns_to_unit(x_ns, unit), y=y, name=name, mode="lines", line=line,
+                      hovertemplate=f"{name}<br>%{{x:.4g}} {unit_label(unit)}<br>%{{y:.6g}}<extra></extra>")
+
+
 def cdf_plot(
     series: Mapping[str, Series],
     unit: str = "us",
@@ -62,16 +70,7 @@ def cdf_plot(
         if ccdf:
             keep = y > 0
             x, y = x[keep], y[keep]
-        fig.add_trace(
-            go.Scatter(
-                x=ns_to_unit(x, unit),
-                y=y,
-                name=name,
-                mode="lines",
-                line=dict(color=color(i), shape="hv"),
-                hovertemplate=f"{name}<br>%{{x:.4g}} {unit_label(unit)}<br>%{{y:.6g}}<extra></extra>",
-            )
-        )
+        fig.add_trace(_step_trace(name, i, x, y, unit))
     fig.update_xaxes(type="log" if log_x else "linear", title_text=f"Latency [{unit_label(unit)}]")
     if ccdf:
         fig.update_yaxes(type="log", title_text="P(latency > x)", exponentformat="power")
@@ -127,16 +126,7 @@ def histogram_plot(
         y = c / c.sum() if (normalize and c.sum() > 0) else c
         # Step outline: each bucket [x, x + width) drawn flat, dropping to zero across gaps.
         xs, ys = _step_outline(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), width)
-        fig.add_trace(
-            go.Scatter(
-                x=ns_to_unit(xs, unit),
-                y=ys,
-                name=name,
-                mode="lines",
-                line=dict(color=color(i), shape="hv", width=1.5),
-                hovertemplate=f"{name}<br>%{{x:.4g}} {unit_label(unit)}<br>%{{y:.6g}}<extra></extra>",
-            )
-        )
+        fig.add_trace(_step_trace(name, i, xs, ys, unit, line_width=1.5))
     fig.update_xaxes(title_text=f"Latency [{unit_label(unit)}]")
     fig.update_yaxes(type="log" if log_y else "linear",
                      title_text="Fraction of packets" if normalize else "Packets")

@@ -66,7 +66,7 @@ _keep_browser = False
 def keep_browser_open() -> None:
     """From now on in this process, the first static export starts one headless browser that every
     later export reuses; it is stopped when the process exits (a sweep's shared kernel calls this,
-    see benchbook.experiment.kernel_session)."""
+    see benchbook.experiment.jupyter_session)."""
     global _keep_browser
     _keep_browser = True
 

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 
 from benchbook.provenance.environment import guix_rebuild_argv
+from benchbook.publish import measured_view
 from benchbook.publish.runs import PublishedRun
 from benchbook.publish.verify import Checked
 from benchbook.reproduce.notebook_params import INJECTED_PARAMETERS
@@ -39,7 +40,7 @@ _SUMMARY = """<section class="bb-summary" id="summary">
 {% if claim.text %}<p class="bb-claim">Principal claim: {{ claim.text }}
  <span class="bb-badge bb-claim-{{ claim.status|replace(' ', '-') }}">{{ claim.status }}</span></p>{% endif %}
 {% if run.record.error %}<p class="bb-error">The run {{ run.record.status }}: {{ run.record.error }}</p>{% endif %}
-{% if rows %}<table class="bb-verdict">
+{% if measured %}{% include "measured" %}{% elif rows %}<table class="bb-verdict">
 <thead><tr><th>#</th><th>published value</th><th>published</th><th>computed</th><th>run(s)</th><th>status</th>
 <th>note</th></tr></thead><tbody>
 {% for r in rows %}<tr class="bb-row-{{ r.status|replace(' ', '-') }}"><td>{{ loop.index }}</td><td>{{ r.name }}</td>
@@ -48,6 +49,89 @@ _SUMMARY = """<section class="bb-summary" id="summary">
 {% endfor %}</tbody></table>{% endif %}
 {% for w in changed %}<p class="bb-warning">Input changed since this run: {{ w }}</p>{% endfor %}
 </section>"""
+
+# A measured verdict (verdict.json /2, kind "measured"): k of m beside m * alpha, each measured row and each claim
+# as a drawing (publish.interval_svg) beside its numbers, every per-run value, and what redoes the verdict.
+_MEASURED = """<p class="bb-multiplicity">{{ multiplicity.text if multiplicity else "no value judged across runs" }}</p>
+<p class="bb-legend bb-meta">Each drawing: the shaded band is the margin ±δ around the published value (dashed
+line), declared with its source before the runs; the thick bar is the {{ levels[0] }} interval and the thin bar
+the {{ levels[1] }} interval of the median over runs (reproduced: the {{ levels[0] }} interval inside the band;
+mismatch: the {{ levels[1] }} interval wholly outside); the black tick is the median; each circle is one run.
+The numbers are in the table beside it.</p>
+{% if mrows %}<div class="bb-table-scroll"><table class="bb-verdict bb-measured" id="measured-rows">
+<thead><tr><th>#</th><th>published value</th><th>published ± margin</th><th>intervals against the margin</th>
+<th>median and intervals</th><th>runs</th><th>status</th></tr></thead><tbody>
+{% for r in mrows %}<tr class="bb-row-{{ r.status|replace(' ', '-') }}" id="row-{{ r.index }}" data-row="{{ r.index }}"
+ data-status="{{ r.status }}"><td>{{ r.index }}</td>
+<td>{{ r.name }}{% if r.statistic %}<br><code>{{ r.statistic }}</code>{% endif %}{% if r.definition %}<br>
+<span class="bb-meta">{{ r.definition }}</span>{% endif %}</td>
+<td>{{ r.published_text }}{% if r.margin_text %} {{ r.margin_text }}<br><span class="bb-meta">band {{ r.band_text }};
+ from {{ r.sources }}{% if r.margin_note %}: {{ r.margin_note }}{% endif %}</span>{% endif %}</td>
+<td class="bb-drawing">{{ r.svg|safe }}</td>
+<td class="bb-numbers"><span>{{ r.estimate_text }}</span><br><span>{{ r.level90 }}: {{ r.ci90_text }}</span><br>
+<span>{{ r.level95 }}: {{ r.ci95_text }}</span>{% if r.delta_text %}<br><span class="bb-meta">{{ r.delta_text }}</span>
+{% endif %}{% if r.method %}<details class="bb-method"><summary>method</summary>{{ r.method }}</details>{% endif %}</td>
+<td>{{ r.runs }}<br><span class="bb-meta">{{ r.n_text }}</span>
+{% if r.per_run %}<details class="bb-per-run"><summary>per-run values</summary><table class="bb-kv"><thead><tr>
+<th>run</th><th>value</th><th>N</th></tr></thead><tbody>
+{% for p in r.per_run %}<tr><td>{{ p.run }}</td><td>{{ p.value }}</td><td>{{ p.n }}</td></tr>{% endfor %}
+</tbody></table></details>{% endif %}{% if r.without_value %}<span class="bb-meta">runs without a value:
+ {{ r.without_value|join(', ') }}</span>{% endif %}</td>
+<td><span class="bb-badge bb-{{ r.status|replace(' ', '-') }}">{{ r.status }}</span>{% if r.detail %}<br>
+<span class="bb-detail">{{ r.detail }}</span>{% endif %}{% if r.note %}<br><span class="bb-meta">{{ r.note }}</span>
+{% endif %}</td></tr>
+{% endfor %}</tbody></table></div>{% endif %}
+{% if claims %}<h2>Claims as tests</h2>
+<p class="bb-legend bb-meta">Each drawing: the shaded region is where the claim holds (above 0 for a > b, the
+margin for a ≈ b, [x, y] for a ratio, q and above for a share), the dashed line its threshold; the bars are the
+{{ levels[0] }} and {{ levels[1] }} intervals of Δ (a > b and a share read the {{ levels[1] }} interval); circles:
+each run's Δ where a and b come from the same runs, each run's share for a share.</p>
+<div class="bb-table-scroll"><table class="bb-verdict bb-claims" id="claims"><thead><tr><th>#</th><th>claim</th>
+<th>holds when</th><th>interval against the threshold</th><th>estimate and intervals</th><th>runs</th>
+<th>verdict</th></tr></thead><tbody>
+{% for c in claims %}<tr class="bb-row-{{ c.verdict|replace(' ', '-') }}" id="claim-{{ c.index }}"
+ data-claim="{{ c.id }}" data-verdict="{{ c.verdict }}"><td>{{ c.index }}</td>
+<td><b>{{ c.id }}</b>{% if c.principal %} (principal){% endif %}<br>{{ c.text }}<br><code>{{ c.relation }}</code>
+{% for k, d in c.definitions %}<br><span class="bb-meta">{{ k }}: {{ d }}</span>{% endfor %}</td>
+<td>{{ c.threshold }}</td>
+<td class="bb-drawing">{{ c.svg|safe }}</td>
+<td class="bb-numbers"><span>{{ c.estimate_text }}</span><br>{% if c.ci90_text != '-' %}<span>{{ c.level90 }}:
+ {{ c.ci90_text }}</span><br>{% endif %}<span>{{ c.level95 }}: {{ c.ci95_text }}</span>{% if c.method %}
+<details class="bb-method"><summary>method</summary>{{ c.method }}</details>{% endif %}</td>
+<td>{{ c.runs_text }}{% if c.set_a %}<details class="bb-per-run"><summary>per-run values</summary>
+<table class="bb-kv"><thead><tr><th>run</th><th>{{ c.names[0] }}</th></tr></thead><tbody>
+{% for p in c.set_a %}<tr><td>{{ p.run }}</td><td>{{ p.value }}</td></tr>{% endfor %}</tbody></table>
+<table class="bb-kv"><thead><tr><th>run</th><th>{{ c.names[1] }}</th></tr></thead><tbody>
+{% for p in c.set_b %}<tr><td>{{ p.run }}</td><td>{{ p.value }}</td></tr>{% endfor %}</tbody></table>
+</details>{% endif %}</td>
+<td><span class="bb-badge bb-{{ c.verdict|replace(' ', '-') }}">{{ c.verdict }}</span>{% if c.detail %}<br>
+<span class="bb-detail">{{ c.detail }}</span>{% endif %}</td></tr>
+{% endfor %}</tbody></table></div>{% endif %}
+{% if others %}<h2>Other rows</h2><table class="bb-verdict"><thead><tr><th>#</th><th>name</th><th>value</th>
+<th>status</th><th>note</th></tr></thead><tbody>
+{% for r in others %}<tr class="bb-row-{{ r.status|replace(' ', '-') }}"><td>{{ r.index }}</td><td>{{ r.name }}</td>
+<td>{{ r.computed_text }}</td><td>{{ r.status }}</td><td>{{ r.note }}</td></tr>
+{% endfor %}</tbody></table>{% endif %}
+<details class="bb-redo" id="redo"{% if redo.has_plan %} open{% endif %}><summary>Redo this verdict</summary>
+<p>Every number above is in <code>verdict.json</code> (downloads): each per-run value with its N, the margins and
+their sources, the estimators and definitions, the intervals and the plan below.{% if redo.has_plan %} Rerunning
+the plan (same arms, runs per arm and seed: the same order) and judging its runs repeats the verdict.{% endif %}</p>
+<table class="bb-kv"><tbody>
+<tr><th>α</th><td>{{ redo.alpha }} ({{ levels[0] }} intervals for equivalence, {{ levels[1] }} for a difference)
+</td></tr>
+{% if redo.has_plan %}<tr><th>runs per arm</th><td>{{ redo.repetitions }}</td></tr>
+<tr><th>seed</th><td><code>{{ redo.seed }}</code></td></tr>
+<tr><th>order</th><td>{{ redo.order_method }}<ol class="bb-rounds">{% for r, arms in redo.rounds %}<li>{{ arms }}</li>
+{% endfor %}</ol></td></tr>
+<tr><th>runs</th><td>{{ redo.counts }}</td></tr>
+<tr><th>excluded</th><td>{% if redo.excluded %}{% for x in redo.excluded %}{{ x.arm }} run {{ x.repetition }}:
+ {{ x.rule }} ({{ x.reason }}){% if not loop.last %}; {% endif %}{% endfor %}{% else %}none{% endif %}</td></tr>
+<tr><th>validity rules</th><td>{% for r in redo.rules %}{{ r.name }}: {{ r.description }}{% if not loop.last %};
+{% endif %}{% endfor %}</td></tr>
+<tr><th>arms</th><td><details><summary>{{ redo.arms|join(', ') }}</summary><pre class="bb-json">{{ arms_json }}</pre>
+</details></td></tr>{% else %}<tr><th>plan</th><td>no repetitions.json in the run directory</td></tr>{% endif %}
+<tr><th>noise floor</th><td>{{ redo.noise_floor or "no calibration of this host for the entry" }}</td></tr>
+</tbody></table></details>"""
 
 _PANELS = """<section class="bb-provenance" id="provenance" data-pagefind-ignore>
 <h2>Provenance</h2>
@@ -115,13 +199,16 @@ downloads below, in a checkout of git commit <code>{{ env.git_commit or "unknown
 {% endfor %}</tbody></table>
 </section>"""
 
-_BARE_PAGE = """<!DOCTYPE html>
+# the opening of the pages written here (the bare run page and the index), up to their titles
+_PAGE_START = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="icon" href="data:,">
-<title>{{ bb.title }}</title>
+"""
+
+_BARE_PAGE = _PAGE_START + """<title>{{ bb.title }}</title>
 <link rel="stylesheet" href="{{ bb.assets }}/site.css">
 </head>
 <body class="bb-page">
@@ -136,24 +223,21 @@ _BARE_PAGE = """<!DOCTYPE html>
 </html>
 """
 
-_INDEX = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="icon" href="data:,">
-<title>benchbook: published runs</title>
+_INDEX = _PAGE_START + """<title>benchbook: published runs</title>
 <link rel="stylesheet" href="assets/site.css">
 </head>
 <body class="bb-index">
 <header class="bb-header"><nav><strong>benchbook: published runs</strong></nav>
 <nav class="bb-meta">{{ n_figures }} figures and tables, {{ n_runs }} runs, published {{ published }}</nav></header>
 <main data-pagefind-ignore>
+<p class="bb-outcome-counts">Figures and tables by the outcome of their newest run:
+{% for o, n in counts %}<span class="bb-badge bb-{{ o|replace(' ', '-') }}" data-outcome="{{ o }}"
+ data-count="{{ n }}">{{ n }} {{ o }}</span> {% endfor %}</p>
 <section class="bb-filters">
 <label>paper <select id="filter-paper"><option value="">all papers</option>
 {% for p in papers %}<option value="{{ p.id }}">{{ p.id }}</option>{% endfor %}</select></label>
 <label>outcome <select id="filter-outcome"><option value="">all outcomes</option>
-{% for o in outcomes %}<option value="{{ o }}">{{ o }}</option>{% endfor %}</select></label>
+{% for o, n in counts %}<option value="{{ o }}">{{ o }} ({{ n }})</option>{% endfor %}</select></label>
 <span id="filter-count" class="bb-meta"></span>
 <div id="search" data-search="{{ 'yes' if search else 'no' }}"></div>
 <p id="search-note" class="bb-meta" hidden>Search works when the site is served over http
@@ -187,7 +271,7 @@ _INDEX = """<!DOCTYPE html>
 @functools.lru_cache(maxsize=1)
 def _env():
     env = jinja2.Environment(loader=jinja2.DictLoader({"header": _HEADER, "summary": _SUMMARY, "panels": _PANELS,
-                                                       "index": _INDEX,
+                                                       "measured": _MEASURED, "index": _INDEX,
                                                        "bare_page": _BARE_PAGE}),
                              autoescape=True, keep_trailing_newline=True)
     return env
@@ -205,6 +289,27 @@ def _fmt(value: Any, unit: str) -> str:
     else:
         text = str(value)
     return f"{text} {'µs' if unit == 'us' else unit}".strip()
+
+
+def measured_context(run: PublishedRun) -> dict[str, Any]:
+    """What the summary template needs of a measured verdict (empty for any other)."""
+    verdict = run.verdict or {}
+    if verdict.get("kind") != "measured":
+        return {"measured": False}
+    redo = measured_view.redo_facts(verdict)
+    return {"measured": True, "mrows": measured_view.measured_rows(verdict),
+            "claims": measured_view.claim_views(verdict), "others": measured_view.other_rows(verdict),
+            "multiplicity": verdict.get("multiplicity"), "redo": redo,
+            "levels": measured_view.level_texts(float(verdict.get("alpha") or 0.05)),
+            "arms_json": json.dumps(redo["arms"], indent=1, default=str)}
+
+
+def summary_html(run: PublishedRun, changed: list[str] = ()) -> str:
+    """The summary fragment of a run page: badge, claim, and the verdict table (measured: rows and claims drawn
+    against their margins and thresholds, and what redoes the verdict)."""
+    claim = (run.verdict or {}).get("claim") or {}
+    return render("summary", run=run, rows=verdict_rows(run), claim=claim, changed=list(changed),
+                  **measured_context(run))
 
 
 def verdict_rows(run: PublishedRun) -> list[dict[str, Any]]:
@@ -264,11 +369,10 @@ def run_fragments(run: PublishedRun, root: str, inputs: list[Checked], outputs: 
     rec = run.record
     caps = [c for c in rec.get("capabilities", []) if c.get("status") in ("missing", "substituted", "unknown")]
     changed = [f"{c.entry['path']} ({c.detail})" for c in inputs if c.status == "changed"]
-    claim = (run.verdict or {}).get("claim") or {}
     params = [(k, _param_text(v)) for k, v in rec["parameters"].items()]
     return {
         "header": render("header", run=run, root=root),
-        "summary": render("summary", run=run, rows=verdict_rows(run), claim=claim, changed=changed),
+        "summary": summary_html(run, changed),
         "panels": render("panels", run=run, env=rec.get("environment", {}), commands=rebuild_commands(run),
                          params=params, host=host_summary(rec.get("host", {})),
                          host_json=json.dumps(rec.get("host", {}), indent=1, default=str), caps=caps, inputs=inputs,

@@ -65,8 +65,16 @@ class PublishedRun:
         if self.record["status"] != "complete":
             return "failed" if self.verdict is not None or self.figure.mode else self.record["status"]
         if self.verdict is not None:
-            return str(self.verdict.get("outcome", "failed"))
+            outcome = str(self.verdict.get("outcome", "failed"))
+            if outcome == "reproduced" and self._v1 and not self.verdict.get("counts", {}).get("match"):
+                return "figure redrawn"   # verdict/1 said "reproduced" when nothing was compared
+            return outcome
         return "failed" if self.figure.mode else "complete"
+
+    @property
+    def _v1(self) -> bool:
+        """The verdict is a benchbook.verdict/1 file (or older, without a schema)."""
+        return (self.verdict or {}).get("schema", "benchbook.verdict/1") == "benchbook.verdict/1"
 
     @property
     def badge(self) -> str:
@@ -109,13 +117,15 @@ class PublishedRun:
 
 
 def _measured_badge(outcome: str, verdict: dict[str, Any]) -> str:
-    """A measured entry's badge: "3 of 4 reproduced", "inconclusive: 1 of 3 reproduced, 2 inconclusive" ..."""
+    """A measured entry's badge: "3 of 4 reproduced, m·α = 0.2 mismatches expected, 2 of 2 claims hold",
+    "inconclusive: 1 of 3 reproduced, m·α = 0.15 mismatches expected" ..."""
     mult = verdict.get("multiplicity") or {}
     k, m = mult.get("k", 0), mult.get("m", 0)
+    expected = mult.get("expected_mismatches", m * float(mult.get("alpha", verdict.get("alpha", 0.05))))
     claims = verdict.get("claim_counts") or {}
     n_claims = sum(claims.values())
     held = f"{claims.get('holds', 0)} of {n_claims} claims hold" if n_claims else ""
-    rows = f"{k} of {m} reproduced" if m else ""
+    rows = f"{k} of {m} reproduced, m·α = {expected:.2g} mismatches expected" if m else ""
     text = ", ".join(x for x in (rows, held) if x) or "nothing judged"
     if outcome in ("reproduced", "figure redrawn"):
         return text if m or n_claims else outcome

@@ -148,11 +148,14 @@ def _index(runs: list[PublishedRun], entries: dict[tuple[str, str], dict[str, An
                              "n_earlier": len(earlier),
                              "earlier_outcomes": ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))})
     ordered = sorted(papers.values(), key=lambda p: (p["id"] == "other runs", p["id"]))
-    outcomes = sorted({r.outcome for r in runs}, key=lambda o: pages.OUTCOME_CLASSES.index(o)
-                      if o in pages.OUTCOME_CLASSES else 99)
+    # the figures by the outcome of their newest run (what the cards show and the filter selects), "figure
+    # redrawn" apart from "reproduced"
+    newest = [f["run"].outcome for p in ordered for f in p["figures"]]
+    counts = [(o, newest.count(o)) for o in sorted(set(newest), key=lambda o: pages.OUTCOME_CLASSES.index(o)
+                                                   if o in pages.OUTCOME_CLASSES else 99)]
     published = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return pages.render("index", papers=ordered, outcomes=outcomes, n_figures=len(by_exp), n_runs=len(runs),
-                        published=published, search=search)
+    return pages.render("index", papers=ordered, counts=counts, n_figures=len(by_exp),
+                        n_runs=len(runs), published=published, search=search)
 
 
 def _pagefind(site: Path) -> tuple[bool, str]:

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.reproduce.registry import PublishedValue, RegistryError
-from benchbook.tools import pos_evaluator as pe
 
 REPEAT_CHOICES = ("worst", "median", "best", "unstated")
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchbook.analysis import evt
-from benchbook.tools import pos_evaluator as pe
+from benchbook.analysis import pos_evaluator_data as pe
 
 
 def run_return_levels(cat, cells, rate_pps: int, tail_quantile: float, alpha: float = 0.05):

@@ -82,6 +82,11 @@ class JudgeError(ValueError):
     """The runs cannot be judged as the entry declares (the message names the entry file and the value)."""
 
 
+class Unresolvable(str):
+    """Why the runs cannot resolve a statistic (V2, V11): a row or claim on it is inconclusive with this reason,
+    never judged as numbers and never "not derivable" (more runs do not help; more samples per run may)."""
+
+
 def value_range(text: str) -> Range:
     """The analysis Range of a registry value_range ("rate", "share", "jain:N", "real")."""
     low, high = value_range_bounds(text)
@@ -157,10 +162,11 @@ class RunStatistics:
 
     @property
     def plan(self) -> dict[str, Any] | None:
-        """What verdict.json keeps of repetitions.json: the plan, the order, the counts and the exclusions."""
+        """What verdict.json keeps of repetitions.json: the plan, the order, the counts, the exclusions and each
+        run's status, validity and times."""
         if self.summary is None:
             return None
-        return {k: self.summary.get(k) for k in ("plan", "order", "counts", "excluded")}
+        return {k: self.summary.get(k) for k in ("plan", "order", "counts", "excluded", "runs")}
 
     def arms(self) -> list[str]:
         return list((self.summary or {}).get("plan", {}).get("arms", {}))
@@ -192,11 +198,19 @@ class RunStatistics:
         values = rows["value"].to_numpy(dtype=np.float64)
         ok = np.isfinite(values)
         runs = rows["run"].to_numpy(dtype=np.int64)
+        definitions = list(dict.fromkeys(rows["definition"].astype(str)))
+        if not ok.all() and _PERCENTILE.search(ref.statistic):
+            # a run without the percentile because its N cannot resolve it (the runner stores null, V2): the
+            # statistic is not resolvable for the set; judging the runs that happen to resolve it would pick them
+            limit = within_run_limit(ref.statistic, [None if pd.isna(x) else int(x) for x in rows["n"]])
+            if limit is not None:
+                return Unresolvable(f"{ref}: {limit}")
         if not ok.any():
-            return f"{ref} has no value in any of the {len(rows)} valid run(s) of arm {ref.arm!r}"
+            return (f"{ref} has no value in any of the {len(rows)} valid run(s) of arm {ref.arm!r}"
+                    + (f" ({' | '.join(definitions)})" if any(definitions) else ""))
         n = [None if pd.isna(x) else int(x) for x in rows["n"][ok]]
         units = sorted({_unit(u) for u in rows["unit"].astype(str)})
-        definitions = list(dict.fromkeys(rows["definition"].astype(str)))
+        definitions = list(dict.fromkeys(rows["definition"][ok].astype(str)))
         return PerRun(runs[ok], values[ok], n, units[0] if len(units) == 1 else ", ".join(units),
                       " | ".join(definitions), [int(r) for r in runs[~ok]])
 
@@ -244,6 +258,9 @@ def judge_value(pv: PublishedValue, data: RunStatistics, floors: NoiseFloors | N
         row.estimate = row.computed = float(np.median(got.values))
     if not pv.comparable:
         row.status, row.reason = NOT_COMPARABLE, pv.not_comparable_reason
+        return row
+    if isinstance(got, Unresolvable):
+        row.status, row.reason, row.method = INCONCLUSIVE, str(got), "resolvability of the statistic (V2, V11)"
         return row
     if not isinstance(got, PerRun):
         row.reason = got or "no arm and run_statistic declared"
@@ -329,6 +346,17 @@ def _needed(effect: Effect, gap_estimate: float, delta: float) -> int | None:
 
 
 _CLAIM_VERDICT = {EQUIVALENT: HOLDS, DIFFERENT: FAILS}
+_RESOLVABILITY = "resolvability of the statistics (V2, V11)"
+
+
+def _observed(got: PerRun) -> str:
+    """The per-run values of a statistic no interval is computed for, as the reason shows them: the largest
+    (or smallest) over r runs x N each (V11: "observed max over r x N")."""
+    known = [x for x in got.n if x is not None]
+    per_run = (f"N = {min(known)}" if known and min(known) == max(known) else
+               f"N = {min(known)}..{max(known)}" if known else "N not recorded")
+    return (f"{min(got.values):.6g}..{max(got.values):.6g} {got.unit}".rstrip()
+            + f" over {got.values.size} run(s) x {per_run}")
 
 
 def _share_runs_needed(k: int, n: int, runs: int, q: float) -> int | None:
@@ -355,6 +383,12 @@ def _share_runs_needed(k: int, n: int, runs: int, q: float) -> int | None:
     return hi
 
 
+def _on_common_runs(a: PerRun, b: PerRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs that carry both statistics, and each statistic's values in those runs."""
+    runs = np.intersect1d(a.runs, b.runs)
+    return runs, a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+
+
 def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Path | str) -> ClaimResult:
     assert claim.successes is not None and claim.trials is not None and claim.q is not None
     res.successes, res.trials, res.q = str(claim.successes), str(claim.trials), claim.q
@@ -364,12 +398,11 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
             res.reason = str(got)
             return res
     assert isinstance(s, PerRun) and isinstance(t, PerRun)
-    runs = np.intersect1d(s.runs, t.runs)
+    runs, k_i, n_i = _on_common_runs(s, t)
     if runs.size == 0:
         res.reason = f"no valid run carries both {claim.successes} and {claim.trials}"
         return res
-    k_i = s.values[np.isin(s.runs, runs)]
-    n_i = t.values[np.isin(t.runs, runs)]
+    _describe(res, s, t, runs, runs)
     if np.any(k_i != np.round(k_i)) or np.any(n_i != np.round(n_i)) or np.any(k_i < 0) or np.any(k_i > n_i):
         raise JudgeError(f"{source}: [[claims]] {claim.id!r}: successes and trials must be whole counts with "
                          f"0 <= successes <= trials in every run (got {k_i.tolist()} of {n_i.tolist()})")
@@ -396,6 +429,14 @@ def _judge_share(claim: Claim, data: RunStatistics, res: ClaimResult, source: Pa
     return res
 
 
+def _describe(res: ClaimResult, a: PerRun, b: PerRun, runs_a: np.ndarray, runs_b: np.ndarray) -> None:
+    """Record what a claim's values are (V12): the runs each set comes from, N per run, definitions and units."""
+    res.run_ids_a, res.run_ids_b = runs_a.tolist(), runs_b.tolist()
+    res.n_per_run_a = [n for r, n in zip(a.runs.tolist(), a.n, strict=True) if r in set(res.run_ids_a)]
+    res.n_per_run_b = [n for r, n in zip(b.runs.tolist(), b.n, strict=True) if r in set(res.run_ids_b)]
+    res.definition_a, res.definition_b, res.unit_a, res.unit_b = a.definition, b.definition, a.unit, b.unit
+
+
 def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, source: Path | str = "") -> ClaimResult:
     """One [[claims]] test judged from the valid runs (see the module docstring)."""
     res = ClaimResult(id=claim.id, text=claim.text, principal=claim.principal, test=claim.test, alpha=ALPHA,
@@ -405,23 +446,35 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
         return _judge_share(claim, data, res, source)
     assert claim.a is not None and claim.b is not None
     a, b = data.get(claim.a), data.get(claim.b)
-    for got in (a, b):
-        if not isinstance(got, PerRun):
-            res.reason = str(got)
-            return res
+    missing = [str(got) for got in (a, b) if not isinstance(got, PerRun | Unresolvable)]
+    if missing:    # an arm that did not run, a statistic no run carries: nothing to judge
+        res.reason = "; ".join(dict.fromkeys(missing))
+        return res
+    unresolved = [str(got) for got in (a, b) if isinstance(got, Unresolvable)]
+    if unresolved:
+        res.verdict, res.method, res.reason = INCONCLUSIVE, _RESOLVABILITY, "; ".join(dict.fromkeys(unresolved))
+        return res
     assert isinstance(a, PerRun) and isinstance(b, PerRun)
     paired = claim.a.arm == claim.b.arm
     if paired:
-        runs = np.intersect1d(a.runs, b.runs)
-        va, vb = a.values[np.isin(a.runs, runs)], b.values[np.isin(b.runs, runs)]
+        runs, va, vb = _on_common_runs(a, b)
         res.run_ids = runs.tolist()
         res.runs = int(runs.size)
+        _describe(res, a, b, runs, runs)
     else:
         va, vb = a.values, b.values
         res.runs = [int(va.size), int(vb.size)]
+        _describe(res, a, b, a.runs, b.runs)
     res.paired, res.values_a, res.values_b = paired, va.tolist(), vb.tolist()
     if va.size == 0:
         res.reason = f"no valid run carries both {claim.a} and {claim.b}"
+        return res
+    limits = [f"{ref}: {why}" for ref, got in ((claim.a, a), (claim.b, b))
+              if (why := within_run_limit(ref.statistic, got.n)) is not None]
+    if limits:   # a percentile the runs' N cannot resolve, or an extreme: its per-run values are shown, not judged
+        res.verdict, res.method = INCONCLUSIVE, _RESOLVABILITY
+        res.reason = "; ".join(limits) + "; observed: " + ", ".join(
+            f"{ref} {_observed(got)}" for ref, got in ((claim.a, a), (claim.b, b)))
         return res
     margin = margin_of(claim)
     positive = bool(np.all(va > 0) and np.all(vb > 0))
@@ -466,6 +519,43 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     return res
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """What an info row shows of one arm:statistic over the valid runs (never judged): ``value`` is the median of
+    the per-run values, or for an extreme the largest (smallest) observed; ``text`` says over how many runs and N,
+    the 95 % interval of the median (shortest order-statistic ranks: descriptive), or why there is no value."""
+
+    value: float | None
+    text: str
+    unit: str = ""
+
+
+def summarise_runs(data: RunStatistics, ref: StatisticRef, scale: float = 1.0, unit: str | None = None) -> RunSummary:
+    """The valid runs' values of ``ref`` for an info row (``scale`` converts them for display, shown in ``unit``;
+    default the statistic's own unit). An extreme (a maximum or minimum, V11) is given as the observed extreme over
+    r runs x N, without an interval; a statistic no run resolves (V2) or carries gives no value and the reason."""
+    got = data.get(ref)
+    if not isinstance(got, PerRun):
+        return RunSummary(None, ("not printed: " if isinstance(got, Unresolvable) else "") + str(got), unit or "")
+    shown = unit if unit is not None else got.unit
+    v = got.values * scale
+    known = [x for x in got.n if x is not None]
+    per = (f" x N = {min(known)}" if known and min(known) == max(known) else
+           f" x N = {min(known)}..{max(known)}" if known else "")
+    if _EXTREME.search(ref.statistic):
+        lowest = ref.statistic.startswith("min") or ref.statistic.endswith("min")
+        return RunSummary(float(v.min() if lowest else v.max()),
+                          f"the {'smallest' if lowest else 'largest'} observed over {v.size} run(s){per}: an extreme "
+                          "has no confidence interval at any N (V11), an observation, not an estimate", shown)
+    iv = quantile_interval(v, 0.5, 0.95)
+    where = f"median of {v.size} run(s){per}" + (f" ({len(got.without_value)} valid run(s) without a value)"
+                                                  if got.without_value else "")
+    if isinstance(iv, NoInterval):
+        return RunSummary(float(np.median(v)), f"{where}; no interval: {iv.reason}", shown)
+    return RunSummary(float(np.median(v)), f"{where}; 95 % interval of the median [{iv.low:.4g}, {iv.high:.4g}] "
+                                           f"{shown}".rstrip(), shown)
+
+
 @dataclass
 class Judgement:
     """What judge_entry found: a row per [[published]] value, a result per [[claims]] test, the plan."""
@@ -484,8 +574,8 @@ def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors 
     (default: the entry's calibration for this host, if any). ``seed``: of the bootstraps (default: the plan's
     seed, else DEFAULT_SEED), recorded in each claim."""
     if not entry.measured:
-        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}"
-                         + (", legacy_tolerances" if entry.legacy_tolerances else "") + "): use Verdict.check")
+        raise JudgeError(f"{entry.source}: entry {entry.id!r} is not judged across runs (mode {entry.mode!r}, "
+                         "no [[published]] values or [[claims]]): use Verdict.check")
     data = RunStatistics(output_dir)
     if floors is None:
         floors = load_noise_floors(entry.id)
@@ -497,5 +587,6 @@ def judge_entry(entry: FigureEntry, output_dir: Path | str, floors: NoiseFloors 
     return Judgement(rows, claims, data.plan, None if floors.path is None else str(floors.path))
 
 
-__all__ = ["Effect", "JudgeError", "Judgement", "PerRun", "RunStatistics", "judge_claim", "judge_entry",
-           "judge_value", "margin_of", "paired_effect", "unpaired_effect", "value_range", "within_run_limit"]
+__all__ = ["Effect", "JudgeError", "Judgement", "PerRun", "RunStatistics", "RunSummary", "Unresolvable",
+           "judge_claim", "judge_entry", "judge_value", "margin_of", "paired_effect", "summarise_runs",
+           "unpaired_effect", "value_range", "within_run_limit"]

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 from IPython import get_ipython
 
 from benchbook.experiment.interactive import start_interactive_run
+from benchbook.experiment.runner import DRY_RUN_FILE
 from benchbook.reproduce.notebook_params import notebook_parameters
-from benchbook.reproduce.outputs import DRY_RUN_FILE
 from benchbook.reproduce.registry import FigureEntry, RegistryError, load_entry
 from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 

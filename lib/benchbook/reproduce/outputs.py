@@ -1,5 +1,6 @@
 """Outputs of a reproduction notebook: figures exported through benchbook.figures.save_figure and recorded in
-the verdict (what was produced, or why a format could not be); the name of a dry run's command list."""
+the verdict (what was produced, or why a format could not be). (The name of a dry run's command list is
+benchbook.experiment.runner.DRY_RUN_FILE: a CLI process judging runs needs it without plotly.)"""
 
 from __future__ import annotations
 
@@ -13,9 +14,6 @@ DEFAULT_FORMATS = ("html", "png", "svg")
 # Fewer formats for every figure of a run: a comma-separated list that holds html (e.g. "html": no static images,
 # each of which costs seconds of headless Chromium).
 FORMATS_ENV = "BENCHBOOK_FIGURE_FORMATS"
-# What a notebook run with dry_run=True writes into its output directory instead of measuring: every command
-# each host would run.
-DRY_RUN_FILE = "dry-run.txt"
 
 
 def figure_formats() -> tuple[str, ...]:

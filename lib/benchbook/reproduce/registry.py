@@ -83,9 +83,6 @@ and the entry states its claims as tests (at least one ``principal = true``)::
     # "a / b within": within = [x, y]                  (0 < x < y)
     # "share >=":     successes = "arm:statistic", trials = "arm:statistic", q = 0.9 (no a, b)
 
-An unconverted measured entry may still say ``legacy_tolerances = true``: its values keep the exact print rules
-of published-data entries until they are re-stated as margins (issue 21).
-
 Unknown or missing fields, wrong types and an id that differs from the file name are errors naming
 the file.
 """
@@ -115,7 +112,7 @@ _PAPER_REQUIRED = {"id": str, "title": str, "citation": str}
 _PAPER_OPTIONAL = {"datasets": dict, "unstated": str}
 _ENTRY_REQUIRED = {"id": str, "title": str, "notebook": str, "mode": str}
 _ENTRY_OPTIONAL = {"citation": str, "dataset": str, "requires": list, "parameters": dict, "published": list,
-                   "notes": str, "claim": str, "claim_rows": list, "claims": list, "legacy_tolerances": bool}
+                   "notes": str, "claim": str, "claim_rows": list, "claims": list}
 _PUBLISHED_REQUIRED = {"name": str, "value": (int, float), "unit": str}
 _PUBLISHED_OPTIONAL = {"tolerance_abs": (int, float), "tolerance_rel": (int, float), "decimals": int,
                        "rounding": str, "note": str, "folder": str, "statistic": str, "rate_pps": int,
@@ -354,14 +351,13 @@ class FigureEntry:
     claim_rows: tuple[str, ...] = ()
     paper: Paper | None = None
     claims: tuple[Claim, ...] = ()
-    legacy_tolerances: bool = False
 
     @property
     def measured(self) -> bool:
-        """Judged across runs against declared margins: a measured mode, not marked legacy_tolerances, with
-        [[published]] values or [[claims]] to judge (a measured-mode entry with neither, such as a check against
-        a generator's known truth, writes exact rows as published-data entries do)."""
-        return self.mode != "published-data" and not self.legacy_tolerances and bool(self.published or self.claims)
+        """Judged across runs against declared margins: a measured mode with [[published]] values or [[claims]] to
+        judge (a measured-mode entry with neither, such as a check against a generator's known truth, writes exact
+        rows as published-data entries do)."""
+        return self.mode != "published-data" and bool(self.published or self.claims)
 
     @property
     def folder(self) -> Path:
@@ -653,7 +649,7 @@ def _parse_claims(src: Path, data: dict[str, Any], measured: bool) -> tuple[Clai
         return ()
     if not measured:
         raise RegistryError(f"{src}: [[claims]] are judged across runs: only measured entries (not published-data "
-                            "or legacy_tolerances ones) state them; use claim and claim_rows")
+                            "ones) state them; use claim and claim_rows")
     if data.get("claim_rows"):
         raise RegistryError(f"{src}: claim_rows and [[claims]] both given: the principal claim's verdict comes from "
                             "the [[claims]] marked principal; remove claim_rows")
@@ -687,11 +683,7 @@ def parse_entry(src: Path, data: dict[str, Any], paper: Paper | None = None) -> 
     claim_rows = data.get("claim_rows", [])
     if not all(isinstance(r, str) and r for r in claim_rows):
         raise RegistryError(f"{src}: 'claim_rows' must be a list of verdict row names (strings)")
-    legacy = data.get("legacy_tolerances", False)
-    if legacy and data["mode"] == "published-data":
-        raise RegistryError(f"{src}: legacy_tolerances applies to measured entries only (published-data entries "
-                            "keep their exact print rules)")
-    measured = data["mode"] != "published-data" and not legacy
+    measured = data["mode"] != "published-data"
     claims = _parse_claims(src, data, measured)
     published = []
     seen: set[str] = set()
@@ -717,7 +709,6 @@ def parse_entry(src: Path, data: dict[str, Any], paper: Paper | None = None) -> 
         claim_rows=tuple(claim_rows),
         paper=paper,
         claims=claims,
-        legacy_tolerances=legacy,
     )
 
 

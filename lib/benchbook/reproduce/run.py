@@ -2,7 +2,8 @@
 the verdict it wrote; serially here, or the entries from published data as tasks on an engine.
 
     reproduce_entry(entry)           one entry -> EntryResult (outcome, detail, run directory, verdict)
-    reproduce_entries(entries, spec) every entry, in order; on a dask engine the published-data ones as tasks
+    reproduce_entries(entries, spec) every entry, in order, in one shared kernel; on a dask engine the
+                                     published-data ones as tasks
     prepare_entry / judge_run        the two halves around the notebook run (the engine path runs it elsewhere)
 
 Outcomes: "reproduced" | "figure redrawn" | "partial" | "inconclusive" | "mismatch" | "failed" (from the verdict,
@@ -10,12 +11,19 @@ benchbook.reproduce.verdict, and the run's status), "skipped" (the entry cannot 
 "dry run" (dry_run=True: the notebook wrote its commands into dry-run.txt, in EntryResult.plan).
 `benchbook reproduce` (benchbook.commands.reproduce) prints what these return and exits with the outcome.
 
+Entries run one after another share one Jupyter kernel (benchbook.experiment.jupyter_session, as a sweep's
+points do): it is reset to a fresh kernel's state before each entry (empty namespace, execution count 1, the
+paper's own modules imported afresh), while the imported libraries and the headless browser of static figure
+exports stay; that saves the kernel's start, its imports and the browser's start per entry (seconds each).
+``shared_kernel=False`` starts a kernel per entry. A run record does not depend on which it was.
+
 What a reproduction tells on the way (a dataset verified, a notebook starting, the engine it runs on) goes to
 the ``progress`` callback as a Progress; results go to ``on_result`` as each entry ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +31,13 @@ from typing import Any
 
 from benchbook.engine import EngineSpec, open_engine
 from benchbook.experiment.engine_runs import finish_record, notebook_run_task
+from benchbook.experiment.jupyter_session import JupyterSession
 from benchbook.experiment.record import mark_abandoned
-from benchbook.experiment.runner import new_run_id, run_notebook
+from benchbook.experiment.runner import DRY_RUN_FILE, new_run_id, run_notebook
 from benchbook.paths import RUNS_DIR
 from benchbook.reproduce.capabilities import entry_blockers
 from benchbook.reproduce.datasets import DatasetError, verify_dataset
 from benchbook.reproduce.notebook_params import prepare_parameters
-from benchbook.reproduce.outputs import DRY_RUN_FILE
 from benchbook.reproduce.registry import FigureEntry
 from benchbook.reproduce.verdict import VERDICT_FILE, Verdict
 
@@ -138,15 +146,18 @@ def judge_run(entry: FigureEntry, result: EntryResult, run_dir: Path, status: st
 
 
 def reproduce_entry(entry: FigureEntry, runs_dir: Path | None = None, overrides: Mapping[str, Any] | None = None,
-                    dry_run: bool = False, progress: ProgressFn | None = None) -> EntryResult:
+                    dry_run: bool = False, progress: ProgressFn | None = None,
+                    kernel: JupyterSession | None = None) -> EntryResult:
     """Execute one entry's notebook into a new run directory under ``runs_dir`` (default data/runs, or
-    BENCHBOOK_RUNS) and judge it; an entry that cannot run here comes back "skipped" without a run."""
+    BENCHBOOK_RUNS) and judge it; an entry that cannot run here comes back "skipped" without a run. With
+    ``kernel`` the notebook runs in that session's kernel (reset for it), else in a kernel of its own."""
     result, params, inputs = prepare_entry(entry, overrides, dry_run, progress)
     if params is None:
         return result
     (progress or _quiet)(Progress("executing", f"executing {entry.notebook_path} ...", entry.id))
     try:
-        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs)
+        run = run_notebook(entry.notebook_path, params, experiment=entry.id, runs_dir=runs_dir, inputs=inputs,
+                           kernel=kernel)
     except (OSError, ValueError, RuntimeError) as exc:  # could not even start the run
         result.outcome = "failed"
         result.detail = f"could not run {entry.notebook}: {type(exc).__name__}: {exc}"
@@ -156,25 +167,34 @@ def reproduce_entry(entry: FigureEntry, runs_dir: Path | None = None, overrides:
 
 def reproduce_entries(entries: Mapping[str, FigureEntry], runs_dir: Path | None = None,
                       overrides: Mapping[str, Any] | None = None, spec: EngineSpec | None = None,
-                      progress: ProgressFn | None = None, on_result: ResultFn | None = None) -> list[EntryResult]:
+                      progress: ProgressFn | None = None, on_result: ResultFn | None = None,
+                      shared_kernel: bool = True) -> list[EntryResult]:
     """Every entry (skipped ones included), in the entries' order. ``on_result`` gets each entry that ran as it
-    ends. On the local engine (default) one after another; on dask see reproduce_on_engine.
+    ends. On the local engine (default) one after another, in one kernel unless not ``shared_kernel``; on dask
+    see reproduce_on_engine.
 
     Raises benchbook.engine.EngineError when the engine cannot be opened or fails."""
     if spec is not None and spec.engine != "local":
-        return reproduce_on_engine(entries, spec, runs_dir, overrides, progress, on_result)
+        return reproduce_on_engine(entries, spec, runs_dir, overrides, progress, on_result, shared_kernel)
+    return _reproduce_here(list(entries.values()), runs_dir, overrides, progress, on_result or _quiet, shared_kernel)
+
+
+def _reproduce_here(entries: list[FigureEntry], runs_dir: Path | None, overrides: Mapping[str, Any] | None,
+                    progress: ProgressFn | None, told: ResultFn, shared_kernel: bool) -> list[EntryResult]:
+    """``entries`` one after another in this process (the session's kernel starts with the first that runs)."""
     results = []
-    for entry in entries.values():
-        res = reproduce_entry(entry, runs_dir, overrides, progress=progress)
-        if res.outcome != "skipped":
-            (on_result or _quiet)(res)
-        results.append(res)
+    with JupyterSession() if shared_kernel else contextlib.nullcontext() as kernel:
+        for entry in entries:
+            res = reproduce_entry(entry, runs_dir, overrides, progress=progress, kernel=kernel)
+            if res.outcome != "skipped":
+                told(res)
+            results.append(res)
     return results
 
 
 def reproduce_on_engine(entries: Mapping[str, FigureEntry], spec: EngineSpec, runs_dir: Path | None = None,
                         overrides: Mapping[str, Any] | None = None, progress: ProgressFn | None = None,
-                        on_result: ResultFn | None = None) -> list[EntryResult]:
+                        on_result: ResultFn | None = None, shared_kernel: bool = True) -> list[EntryResult]:
     """Every entry from published data as an analysis task on the engine (its run installed and recorded by
     this process, with the engine); then the measuring entries here, one after another, once the cluster is
     stopped. Results in the entries' order."""
@@ -205,9 +225,6 @@ def reproduce_on_engine(entries: Mapping[str, FigureEntry], spec: EngineSpec, ru
             run = finish_record(finals[o.key], o, entry.notebook_path, entry.id, params, 0, None, described)
             results[o.key] = judge_run(entry, result, finals[o.key], run.status, run.error)
             told(results[o.key])
-    for entry in measuring:
-        res = reproduce_entry(entry, runs_dir, overrides, progress=progress)
-        if res.outcome != "skipped":
-            told(res)
-        results[entry.id] = res
+    for res in _reproduce_here(measuring, runs_dir, overrides, progress, told, shared_kernel):
+        results[res.id] = res
     return [results[e] for e in entries]

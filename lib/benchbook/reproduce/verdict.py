@@ -26,8 +26,8 @@ principal claim holds, ``mismatch`` if one fails, ``not derivable`` if one canno
 mismatch, else ``not derivable`` if any is not derivable or missing, else ``figure redrawn`` when none was
 compared, else ``reproduced``.
 
-A measured-mode entry that is not judged across runs (marked legacy_tolerances until its values are re-stated as
-margins, or declaring no values at all, e.g. counts checked against a generator's known truth) has kind
+A measured-mode entry that is not judged across runs (declaring no values or claims at all, e.g. counts checked
+against a generator's known truth) has kind
 ``exact-measured`` and the published-data rules.
 
 ``failed`` (the notebook did not complete or wrote no verdict) is set by ``benchbook reproduce``.
@@ -50,8 +50,8 @@ from rich.text import Text
 
 from benchbook.analysis.multiplicity import ALPHA, k_of_m
 from benchbook.atomic_write import write_json_atomic
-from benchbook.reproduce.judge import judge_entry
-from benchbook.reproduce.registry import FigureEntry, PublishedValue
+from benchbook.reproduce.judge import RunStatistics, judge_entry, summarise_runs
+from benchbook.reproduce.registry import FigureEntry, PublishedValue, StatisticRef
 from benchbook.reproduce.verdict_rows import (
     FAILS,
     FIGURE_REDRAWN,
@@ -80,8 +80,8 @@ from benchbook.reproduce.verdict_rows import (
 VERDICT_FILE = "verdict.json"
 SCHEMA = "benchbook.verdict/2"
 SCHEMAS = ("benchbook.verdict/1", SCHEMA)   # readable
-# kinds: exact print rules (published data), judged across runs, or a measured-mode entry under exact rules (marked
-# legacy_tolerances, or declaring no values: e.g. counts checked against a generator's known truth)
+# kinds: exact print rules (published data), judged across runs, or a measured-mode entry under exact rules (one
+# declaring no values: e.g. counts checked against a generator's known truth)
 PUBLISHED_DATA, MEASURED, EXACT_MEASURED = "published-data", "measured", "exact-measured"
 _STYLES = {MATCH: "green", REPRODUCED: "green", MISMATCH: "bold red", NOT_DERIVABLE: "yellow",
            INCONCLUSIVE: "magenta", NOT_COMPARABLE: "yellow", FIGURE_REDRAWN: "cyan", INFO: "dim",
@@ -193,6 +193,15 @@ class Verdict:
         self.claims = j.claims
         self.plan, self.noise_floor = j.plan, j.noise_floor
         return self
+
+    def add_run_summary(self, name: str, output_dir: Path | str, arm: str, statistic: str, scale: float = 1.0,
+                        unit: str | None = None, note: str = "") -> VerdictRow:
+        """An ``info`` row (context, never judged) with the median over the valid runs of ``arm:statistic`` and
+        the 95 % interval of that median, the observed extreme for a maximum or minimum (V11), or why there is no
+        value (a percentile no run resolves, V2; an arm that did not run); ``scale`` converts for display in
+        ``unit`` (judge.summarise_runs)."""
+        got = summarise_runs(RunStatistics(output_dir), StatisticRef(arm, statistic), scale, unit)
+        return self.add(name, None, got.value, got.unit, arm, INFO, "; ".join(x for x in (got.text, note) if x))
 
     def add_figure(self, stem: str, exports: dict[str, str]) -> None:
         """Record what save_figure produced: format -> path or 'unavailable: <reason>'."""

@@ -141,7 +141,15 @@ class ClaimResult:
     scale: str | None = None
     values_a: list[float] = field(default_factory=list)
     values_b: list[float] = field(default_factory=list)
-    run_ids: list[int] = field(default_factory=list)
+    run_ids: list[int] = field(default_factory=list)          # the runs both carry (paired claims, shares)
+    run_ids_a: list[int] = field(default_factory=list)        # the runs values_a / values_b come from
+    run_ids_b: list[int] = field(default_factory=list)
+    n_per_run_a: list[int | None] = field(default_factory=list)   # packets/samples behind each value
+    n_per_run_b: list[int | None] = field(default_factory=list)
+    definition_a: str = ""                                    # the Statistics' definitions and units
+    definition_b: str = ""
+    unit_a: str = ""
+    unit_b: str = ""
     delta: float | None = None
     ci90: list[float] | None = None
     ci95: list[float] | None = None

@@ -308,19 +308,45 @@ class Dumbbell:
                                        f"{step.delay_ms + flow.extra_delay_ms:g}ms", "limit", "100000"]))
         return cmds
 
+    def step_batches(self, step: Step, ifname: Any = None) -> list[tuple[str, list[list[str]]]]:
+        """``step_commands`` grouped per role, in order: each group runs as one ``tc -batch -`` process."""
+        groups: dict[str, list[list[str]]] = {}
+        for role, argv in self.step_commands(step, ifname):
+            groups.setdefault(role, []).append(argv)
+        return list(groups.items())
+
     def _apply_schedule(self, t0: float, stop: threading.Event) -> None:
-        """Each step at ``t0`` + its time (monotonic clock) until ``stop``; records when it was applied."""
+        """Each step at ``t0`` + its time (monotonic clock) until ``stop``, one tc process per role; records when
+        each was applied and done. Lateness never accumulates: a step whose successor is already due when its
+        turn comes is skipped (recorded with "skipped" and the reason), and what it changed that its successor
+        leaves unchanged (rate or delay) is applied with the successor."""
         tb = self.tb
         assert tb is not None and self.schedule is not None
-        for step in self.schedule.steps:
+        steps = self.schedule.steps
+        carried_rate: int | None = None
+        carried_delay: float | None = None
+        for k, step in enumerate(steps):
             if stop.wait(max(0.0, t0 + step.t_s - time.monotonic())):
                 return
-            applied = time.monotonic() - t0
-            for role, argv in self.step_commands(step):
-                tb.host(role).run(argv, what=f"schedule step at {step.t_s:g} s")
-            self.schedule_applied.append({"t_s": step.t_s, "applied_at_s": round(applied, 6),
-                                          "done_at_s": round(time.monotonic() - t0, 6), "rate_bps": step.rate_bps,
-                                          "delay_ms": step.delay_ms})
+            now = time.monotonic() - t0
+            if k + 1 < len(steps) and now >= steps[k + 1].t_s:
+                carried_rate = step.rate_bps if step.rate_bps is not None else carried_rate
+                carried_delay = step.delay_ms if step.delay_ms is not None else carried_delay
+                self.schedule_applied.append({
+                    "t_s": step.t_s, "applied_at_s": None, "done_at_s": None, "checked_at_s": round(now, 6),
+                    "rate_bps": step.rate_bps, "delay_ms": step.delay_ms, "skipped": True,
+                    "reason": f"the next step ({steps[k + 1].t_s:g} s) was already due when this one's turn came "
+                              f"({now:.3f} s)"})
+                continue
+            effective = Step(step.t_s, step.rate_bps if step.rate_bps is not None else carried_rate,
+                             step.delay_ms if step.delay_ms is not None else carried_delay)
+            carried_rate = carried_delay = None
+            for role, commands in self.step_batches(effective):
+                tc.run_batch(tb.host(role), commands, what=f"schedule step at {step.t_s:g} s")
+            done = time.monotonic() - t0
+            self.schedule_applied.append({"t_s": step.t_s, "applied_at_s": round(now, 6), "done_at_s": round(done, 6),
+                                          "late_s": round(done - step.t_s, 6), "rate_bps": effective.rate_bps,
+                                          "delay_ms": effective.delay_ms})
 
     def flow_commands(self, duration_s: int, interval_s: float = 0.3) -> list[tuple[str, list[str]]]:
         """(role, argv) of the iperf3 servers and clients of one run."""
@@ -345,8 +371,8 @@ class Dumbbell:
             lines.append(f"# not runnable here: {_why}")
         lines += [f"[{role}] {' '.join(argv)}" for role, argv in self.flow_commands(duration_s, interval_s)]
         for step in self.schedule.steps if self.schedule else ():
-            lines += [f"[{role}] {' '.join(argv)}   (at {step.t_s:g} s after the flows start)"
-                      for role, argv in self.step_commands(step, tb.ifname)]
+            lines += [f"[{role}] {tc.batch_shell(commands)}   (at {step.t_s:g} s after the flows start)"
+                      for role, commands in self.step_batches(step, tb.ifname)]
         lines.append(f"[rtr] {' '.join(tc.show_argv(tb.ifname('rb')))}")
         return lines
 
@@ -423,7 +449,12 @@ class Dumbbell:
                           "delay_lines": {str(i): r for i, r in self.delay_line_record.items()}},
                 "schedule": None if self.schedule is None else {
                     "source": self.schedule.source, "steps": [asdict(st) for st in self.schedule.steps],
-                    "applied": list(self.schedule_applied)}}
+                    "applied": list(self.schedule_applied),
+                    "how": "each step's tc commands for a host in one `tc -batch -` process at its time; applied_at_s "
+                           "and done_at_s on the flows' clock, late_s = done_at_s - t_s; a step whose successor "
+                           "was already due when its turn came (checked_at_s) is skipped (skipped: true, with the "
+                           "reason) and "
+                           "what it changed that the successor leaves unchanged goes with the successor"}}
 
 
 __all__ = ["Dumbbell", "FlowResult", "FlowSpec", "LinkSpec", "dumbbell_topology", "requirements"]

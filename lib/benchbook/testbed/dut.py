@@ -16,7 +16,7 @@ Kinds here:
 - ``testpmd``: dpdk-testpmd, ``--no-huge --no-pci``, two net_af_packet vdevs on the DuT's
   (promiscuous) veth ends, io forwarding, both lcores pinned to the DuT core, started inside
   the DuT cgroup (so its threads never run elsewhere).
-- ``kernel``: the kernel's own IPv4 forwarding in the DuT namespace (ip_forward=1, static
+- ``ip-forward``: the Linux kernel's own IPv4 forwarding in the DuT namespace (ip_forward=1, static
   neighbour for the sink); no process, so perf stat does not apply.
 """
 
@@ -78,7 +78,7 @@ def mac_step(testbed: Any, short: str, value: str, note: str) -> Step:
 # kind -> its planner, or "module:attribute" of it
 DUT_KINDS: Registry[Callable[..., DutPlan]] = Registry("DuT kind", {
     "testpmd": "benchbook.testbed.dut:plan_testpmd",
-    "kernel": "benchbook.testbed.dut:plan_kernel",
+    "ip-forward": "benchbook.testbed.dut:plan_ip_forward",
     "testpmd-lxc": "benchbook.testbed.lxc_dut:plan_testpmd_lxc",
 })
 
@@ -114,8 +114,8 @@ def _counter(testbed: Any, short: str, counter: str, name: str, **kw: Any) -> St
                 name=name, check=False, note=f"{counter} of {testbed.ifname(short)}", **kw)
 
 
-def plan_kernel(testbed: Any, *, cpu: int | None = None, recipe: Any = None, ingress: str = "din",
-                egress: str = "dout", sink: str = "ts0") -> DutPlan:
+def plan_ip_forward(testbed: Any, *, cpu: int | None = None, recipe: Any = None, ingress: str = "din",
+                    egress: str = "dout", sink: str = "ts0") -> DutPlan:
     din, dout = testbed.ifname(ingress), testbed.ifname(egress)
     start = [Step("run", "dut", ["ip", "addr", "add", "10.250.0.2/24", "dev", din]),
              Step("run", "dut", ["ip", "addr", "add", "10.250.1.1/24", "dev", dout]),
@@ -140,8 +140,8 @@ def plan_kernel(testbed: Any, *, cpu: int | None = None, recipe: Any = None, ing
         return {"ingress_rx_packets": _delta(count("dut.rx_after"), count("dut.rx_before")),
                 "egress_tx_packets": _delta(count("dut.tx_after"), count("dut.tx_before"))}
 
-    return DutPlan("kernel", start, stop, {
-        "kind": "kernel", "forwarding": "IPv4 ip_forward in the DuT namespace",
+    return DutPlan("ip-forward", start, stop, {
+        "kind": "ip-forward", "forwarding": "IPv4 ip_forward in the DuT namespace",
         "note": "softirq forwarding runs on the sender's CPU (veth); no DuT process to pin or perf-stat",
     }, process=False, stats_of=stats)
 

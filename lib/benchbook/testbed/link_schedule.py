@@ -10,7 +10,9 @@ A schedule file holds one step per line, ``t_s rate_mbps delay_ms``, whitespace-
 
 ``random_schedule`` draws one from a seed (the same seed gives the same file). The dumbbell applies each
 step at its time after the flows start (``tc class replace`` on the htb class, ``tc qdisc replace`` on the
-tbf, ``tc qdisc change`` of the senders' netem for delay) and records when each step was applied.
+tbf and of the senders' netem for delay; one ``tc -batch -`` process per host and step) and records when
+each step was applied and done. A step whose successor is already due when its turn comes (a loaded host
+made an earlier one late) is skipped and recorded as skipped, so lateness does not accumulate.
 
 htb keeps a class's token debt across a rate change (the last frame sent at the old rate), so a step to a
 near-zero rate holds an htb link for long after the next step (one 1514-byte frame at 1 kbit/s: 12 s);

@@ -4,7 +4,7 @@ The steps, in order (every command built by :mod:`benchbook.tools`)::
 
     the topology: namespaces lg, dut, ts and their veth pairs          (LocalTestbed.steps)
     the isolation recipe of the mode on this machine                    (benchbook.testbed.isolation)
-    the DuT up: testpmd inside the DuT cgroup, or the kernel forwarding (benchbook.testbed.dut)
+    the DuT up: testpmd inside the DuT cgroup, or the kernel's IPv4 forwarding (ip-forward; benchbook.testbed.dut)
     tcpdump at the DuT's ingress (LoadGen egress) and egress (sink ingress), until they listen
     perf stat on the DuT process (DUT_PID) for the sending window
     bb-loadgen at a constant rate to DUT_INGRESS_MAC, pinned to the first housekeeping CPU
@@ -122,11 +122,12 @@ def point_record(plan: Plan, execution: Execution) -> dict[str, Any]:
         results["captures"] = caps
     if "pre" in caps and "post" in caps:
         results["capture_dir"] = plan.measurement.run_dir
-    if "dut" in out:
-        results["dut_stats"] = dut.stats(execution)
-        tail = out["dut"].get("stats", {}).get("log_tail")
-        if tail is not None:
-            results["dut_log"] = str(tail)
+    stats = dut.stats(execution)   # every kind's: a DuT without a process keeps its counters in steps of its own
+    if stats or "dut" in out:
+        results["dut_stats"] = stats
+    tail = out.get("dut", {}).get("stats", {}).get("log_tail")
+    if tail is not None:
+        results["dut_log"] = str(tail)
     record["results"] = results
     return record
 

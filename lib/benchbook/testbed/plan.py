@@ -45,7 +45,7 @@ DRY_RUN_DIR = "RUN"           # the output directory as a dry run shows it
 RUNTIME_VALUES: dict[str, str] = {
     "DUT_PID": "the pid of the DuT process (known once it started)",
     "DUT_INGRESS_MAC": "the MAC address of the DuT's ingress interface (the load generator's destination)",
-    "SINK_MAC": "the MAC address of the sink's interface (the kernel DuT's static neighbour)",
+    "SINK_MAC": "the MAC address of the sink's interface (the ip-forward DuT's static neighbour)",
     "ROOT_SCHED_LOAD_BALANCE": "the v1 root cpuset's sched_load_balance before the recipe (written back after)",
     "V2_CPUSET_CONTROLLER": "'enabled' when the v2 recipe enabled the cpuset controller of the cgroup2 root "
                             "(disabled again after), 'kept' when it was on already",

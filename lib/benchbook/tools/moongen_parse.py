@@ -15,6 +15,18 @@ MAX_INT_DIGITS = 18
 MAX_FRAC_DIGITS = 12
 
 
+@njit(cache=True, inline="always")
+def _digits(buf, i, n):  # pragma: no cover - compiled
+    """The decimal digits from buf[i] on: their value, how many there are, and the index after them."""
+    v = 0
+    nd = 0
+    while i < n and 48 <= buf[i] <= 57:
+        v = v * 10 + (buf[i] - 48)
+        nd += 1
+        i += 1
+    return v, nd, i
+
+
 @njit(cache=True)
 def scan_histogram(buf):  # pragma: no cover - compiled
     """Parse bytes `buf` of lines ``[ws]digits[.digits][ws],[ws]digits[ws][\\r]\\n``.
@@ -44,23 +56,13 @@ def scan_histogram(buf):  # pragma: no cover - compiled
         if buf[i] == 10:
             i += 1
             continue
-        # integer part
-        v = 0
-        nd = 0
-        while i < n and 48 <= buf[i] <= 57:
-            v = v * 10 + (buf[i] - 48)
-            nd += 1
-            i += 1
+        v, nd, i = _digits(buf, i, n)  # integer part
         if nd == 0 or nd > MAX_INT_DIGITS:
             return ip[:k], fv[:k], fl[:k], cnt[:k], start
         f = 0
         nf = 0
         if i < n and buf[i] == 46:
-            i += 1
-            while i < n and 48 <= buf[i] <= 57:
-                f = f * 10 + (buf[i] - 48)
-                nf += 1
-                i += 1
+            f, nf, i = _digits(buf, i + 1, n)
             if nf > MAX_FRAC_DIGITS:
                 return ip[:k], fv[:k], fl[:k], cnt[:k], start
         while i < n and (buf[i] == 32 or buf[i] == 9):
@@ -70,12 +72,7 @@ def scan_histogram(buf):  # pragma: no cover - compiled
         i += 1
         while i < n and (buf[i] == 32 or buf[i] == 9):
             i += 1
-        c = 0
-        nc = 0
-        while i < n and 48 <= buf[i] <= 57:
-            c = c * 10 + (buf[i] - 48)
-            nc += 1
-            i += 1
+        c, nc, i = _digits(buf, i, n)
         if nc == 0 or nc > MAX_INT_DIGITS:
             return ip[:k], fv[:k], fl[:k], cnt[:k], start
         while i < n and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):

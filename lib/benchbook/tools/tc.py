@@ -3,6 +3,11 @@
 Builders return argv lists (nothing runs until a host runs them). ``qdisc_stats`` runs
 ``tc -s -j qdisc show dev IF`` on a host and returns one `QdiscStats` per qdisc: kind, handle,
 parent, bytes, packets, drops, overlimits, requeues, backlog and qlen as the kernel counts them.
+
+``run_batch`` runs several built commands in one ``tc -batch -`` process (the commands on its stdin, one a
+line, ``batch_input``): one process start instead of one per command, where a change must take effect at a
+set time (a link schedule's step). tc stops at the first command that fails ("Command failed -:N") and exits
+non-zero. ``batch_shell`` renders the same as one shell line, for plans printed before a run.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbook.errors import BenchbookError
-from benchbook.tools.host import Host
+from benchbook.tools.host import CommandResult, Host
 
 
 class TcError(BenchbookError, ValueError):
@@ -146,10 +151,46 @@ def parse_stats(text: str, dev: str | None = None, source: str = "tc -s -j qdisc
     return out
 
 
+BATCH_ARGV = ("tc", "-batch", "-")
+
+
+def batch_input(commands: list[list[str]]) -> str:
+    """stdin of ``tc -batch -`` running ``commands`` (argv lists as the builders return them, each starting with
+    "tc") in order. tc splits a batch line at blanks and reads quotes and ``#`` specially: an argument with any
+    of those, or a command that is not tc's, is refused."""
+    lines = []
+    for n, argv in enumerate(commands):
+        if len(argv) < 2 or argv[0] != "tc":
+            raise TcError(f"tc batch: command [{n}] is not a tc command: {argv!r}")
+        bad = [a for a in argv[1:] if not a or any(c.isspace() or c in "\"'#\\" for c in a)]
+        if bad:
+            raise TcError(f"tc batch: command [{n}] has arguments a batch line cannot carry: {bad!r}")
+        lines.append(" ".join(argv[1:]))
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+def batch_shell(commands: list[list[str]]) -> str:
+    """``commands`` as one tc batch in one shell line (bash's here-string), e.g.
+    ``tc -batch - <<< $'qdisc replace dev x ...\\nqdisc replace dev x ...'``."""
+    lines = batch_input(commands).rstrip("\n").split("\n")
+    return " ".join(BATCH_ARGV) + " <<< $'" + "\\n".join(lines) + "'"
+
+
+def run_batch(host: Host, commands: list[list[str]], *, what: str = "",
+              timeout_s: float | None = 60.0) -> CommandResult:
+    """Run ``commands`` in one tc process on ``host`` (raises CommandError naming the failed line when one
+    fails; the commands before it are in force). The command log's description carries the batch (its stdin)."""
+    text = batch_input(commands)
+    lines = " | ".join(text.rstrip("\n").split("\n"))
+    return host.run(list(BATCH_ARGV), input_text=text, timeout_s=timeout_s,
+                    what=f"{what or 'tc batch'} (stdin: {lines})")
+
+
 def qdisc_stats(host: Host, dev: str) -> list[QdiscStats]:
     r = host.run(show_argv(dev), what=f"tc qdisc stats {dev}")
     return parse_stats(r.stdout, dev=dev, source=f"tc -s -j qdisc show dev {dev}")
 
 
-__all__ = ["QdiscStats", "TcError", "bfifo", "delete_root", "htb_bottleneck", "htb_class", "htb_root", "parse_stats",
-           "pfifo", "qdisc_stats", "show_argv", "tbf"]
+__all__ = ["BATCH_ARGV", "QdiscStats", "TcError", "batch_input", "batch_shell", "bfifo", "delete_root",
+           "htb_bottleneck", "htb_class", "htb_root", "parse_stats", "pfifo", "qdisc_stats", "run_batch", "show_argv",
+           "tbf"]

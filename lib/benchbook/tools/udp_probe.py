@@ -2,14 +2,16 @@
 and its wrapper (argv, start on a Host, the log reader).
 
     python -m benchbook.tools.udp_probe send HOST PORT RATE_PPS DURATION_S SIZE_BYTES
-    python -m benchbook.tools.udp_probe recv PORT DURATION_S OUT_FILE
+    python -m benchbook.tools.udp_probe recv PORT DURATION_S OUT_FILE [IDLE_S]
 
 Each packet carries its sequence number and the sender's CLOCK_MONOTONIC time in nanoseconds; sender and receiver
 run in network namespaces of one host, which share that clock, so the receiver's difference is the one-way latency.
 ``recv`` prints ``listening on port PORT`` once its socket is bound (``start_receiver`` waits for it); ``send``
 prints ``start_ns T``, the CLOCK_MONOTONIC time packet 0 is due, 20 ms later (``start_sender`` waits for it and
 returns T: packet k is due at T + k / RATE_PPS). ``recv`` writes one line per packet received, "seq send_ns
-recv_ns", to OUT_FILE when DURATION_S has passed; both print the number of packets sent or received at the end.
+recv_ns", to OUT_FILE when DURATION_S has passed, or with IDLE_S as soon as no packet has come for IDLE_S after
+the first one (the sender is done: a run need not wait out a grace chosen for the slowest start); both print the
+number of packets sent or received at the end.
 ``read_log`` reads OUT_FILE back.
 """
 
@@ -47,8 +49,10 @@ def send_argv(host: str, port: int, rate_pps: float, duration_s: float, size_byt
     return [python, "-m", __name__, "send", host, str(port), f"{rate_pps:g}", f"{duration_s:g}", str(size_bytes)]
 
 
-def recv_argv(port: int, duration_s: float, out: str | os.PathLike, python: str = sys.executable) -> list[str]:
-    return [python, "-m", __name__, "recv", str(port), f"{duration_s:g}", str(out)]
+def recv_argv(port: int, duration_s: float, out: str | os.PathLike, python: str = sys.executable,
+              idle_s: float | None = None) -> list[str]:
+    idle = [] if idle_s is None else [f"{idle_s:g}"]
+    return [python, "-m", __name__, "recv", str(port), f"{duration_s:g}", str(out), *idle]
 
 
 def start_receiver(host: Host, argv: list[str], timeout_s: float = 15.0) -> RunningCommand:
@@ -124,14 +128,14 @@ def send(host: str, port: int, rate_pps: float, duration_s: float, size: int) ->
     return n
 
 
-def recv(port: int, duration_s: float, out: str) -> int:
+def recv(port: int, duration_s: float, out: str, idle_s: float | None = None) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("0.0.0.0", port))
     print(f"{READY} {port}", flush=True)
     end = time.monotonic() + duration_s
-    rows = []
+    rows: list[str] = []
     while (left := end - time.monotonic()) > 0:
-        sock.settimeout(left)
+        sock.settimeout(left if idle_s is None or not rows else min(left, idle_s))
         try:
             data = sock.recv(65535)
         except TimeoutError:
@@ -148,8 +152,8 @@ def recv(port: int, duration_s: float, out: str) -> int:
 def main(argv: Sequence[str]) -> int:
     if len(argv) == 6 and argv[0] == "send":
         print(send(argv[1], int(argv[2]), float(argv[3]), float(argv[4]), int(argv[5])))
-    elif len(argv) == 4 and argv[0] == "recv":
-        print(recv(int(argv[1]), float(argv[2]), argv[3]))
+    elif len(argv) in (4, 5) and argv[0] == "recv":
+        print(recv(int(argv[1]), float(argv[2]), argv[3], float(argv[4]) if len(argv) == 5 else None))
     else:
         print(f"usage:\n{USAGE}", file=sys.stderr)
         return 2

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import zstandard
 
+from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.reproduce.datasets import dataset_path
-from benchbook.tools import pos_evaluator as pe
 
 DATA = dataset_path("containerized-low-latency")
 
@@ -108,22 +110,20 @@ def _zst(path, text: str):
     return path
 
 
+@pytest.mark.parametrize("text,error", [
+    ("bucket,count\n100,1\n", ":1: expected header latency_bucket,count"),
+    ("latency_bucket,count\n100,1\n200,x\n300,2\n", ":3: column 'count': expected a number"),
+    ("latency_bucket,count\n100,1\n200,3,4\n", ":3: expected 2 fields"),
+    ("latency_bucket,count\n100,1\n200,2.5\n", ":3: column 'count': expected an integer"),
+    ("latency_bucket,count\n100,1\n200,-2\n", ":3: negative count"),
+], ids=["header", "number", "fields", "integer", "negative"])
+def test_bad_histogram_names_file_and_line(tmp_path, text, error):
+    bad = _zst(tmp_path / "a.hist.csv.zst", text)
+    with pytest.raises(pe.EvaluatorFormatError, match=r"a\.hist\.csv\.zst" + re.escape(error)):
+        pe.read_hist(bad)
+
+
 def test_bad_input_names_file_and_line(tmp_path):
-    bad_header = _zst(tmp_path / "a.hist.csv.zst", "bucket,count\n100,1\n")
-    with pytest.raises(pe.EvaluatorFormatError, match=r"a\.hist\.csv\.zst:1: expected header latency_bucket,count"):
-        pe.read_hist(bad_header)
-    bad_number = _zst(tmp_path / "b.hist.csv.zst", "latency_bucket,count\n100,1\n200,x\n300,2\n")
-    with pytest.raises(pe.EvaluatorFormatError, match=r"b\.hist\.csv\.zst:3: column 'count': expected a number"):
-        pe.read_hist(bad_number)
-    bad_fields = _zst(tmp_path / "c.hist.csv.zst", "latency_bucket,count\n100,1\n200,3,4\n")
-    with pytest.raises(pe.EvaluatorFormatError, match=r"c\.hist\.csv\.zst:3: expected 2 fields"):
-        pe.read_hist(bad_fields)
-    not_int = _zst(tmp_path / "d.hist.csv.zst", "latency_bucket,count\n100,1\n200,2.5\n")
-    with pytest.raises(pe.EvaluatorFormatError, match=r"d\.hist\.csv\.zst:3: column 'count': expected an integer"):
-        pe.read_hist(not_int)
-    negative = _zst(tmp_path / "e.hist.csv.zst", "latency_bucket,count\n100,1\n200,-2\n")
-    with pytest.raises(pe.EvaluatorFormatError, match=r"e\.hist\.csv\.zst:3: negative count"):
-        pe.read_hist(negative)
     broken = tmp_path / "f.hist.csv.zst"
     broken.write_bytes(b"\x28\xb5\x2f\xfd garbage")
     with pytest.raises(pe.EvaluatorFormatError, match=r"f\.hist\.csv\.zst: byte 0: not a valid zstd stream"):

@@ -1,7 +1,7 @@
 """One Jupyter kernel kept alive across the points of a sweep.
 
 Starting a kernel, importing numpy/plotly/benchbook in it and starting a headless browser for
-static figures costs seconds per point; a sweep pays them once through a KernelSession. Before
+static figures costs seconds per point; a sweep pays them once through a JupyterSession. Before
 each point the kernel is put back into the state of a fresh kernel: an empty user namespace
 (IPython's reset, execution count 1), the working directory set to the point's run directory,
 and sys.path, os.environ, warning filters and logging handlers as they were when the kernel
@@ -101,11 +101,11 @@ def _call(function: str, *args: Any) -> str:
     return f"__import__({__name__!r}, fromlist=['_']).{function}(*{args!r})"
 
 
-class KernelSessionError(RuntimeError):
+class JupyterSessionError(RuntimeError):
     pass
 
 
-class KernelSession:
+class JupyterSession:
     """A kernel for many notebook executions (papermill through benchbook.experiment.runner).
 
     Use as a context manager; the kernel starts at the first point and is shut down (killed if it
@@ -120,7 +120,7 @@ class KernelSession:
         self.kc: Any = None
         self.starts = 0
 
-    def __enter__(self) -> KernelSession:
+    def __enter__(self) -> JupyterSession:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -163,12 +163,12 @@ class KernelSession:
         self.execute(_call("kernel_snapshot"))
 
     def execute(self, code: str, timeout_s: float = 120.0) -> None:
-        """Run ``code`` silently in the kernel; raise KernelSessionError if it fails."""
+        """Run ``code`` silently in the kernel; raise JupyterSessionError if it fails."""
         reply = self._run(self.kc.execute_interactive, code, silent=True, store_history=False,
                           allow_stdin=False, timeout=timeout_s, output_hook=lambda msg: None)
         content = reply.get("content", {})
         if content.get("status") != "ok":
-            raise KernelSessionError(f"the shared kernel refused {code!r}: {content.get('ename')}: "
+            raise JupyterSessionError(f"the shared kernel refused {code!r}: {content.get('ename')}: "
                                      f"{content.get('evalue')}")
 
     def begin_point(self, run_dir: Path) -> None:
@@ -207,14 +207,14 @@ class KernelSession:
     def papermill_arguments(self) -> dict[str, Any]:
         """Keyword arguments that make papermill.execute_notebook run in this session's kernel."""
         _register_engine()
-        return {"engine_name": _ENGINE_NAME, "kernel_session": self}
+        return {"engine_name": _ENGINE_NAME, "jupyter_session": self}
 
 
 _ENGINE_NAME = "benchbook-kernel-session"
 
 
 def _register_engine() -> None:
-    """A papermill engine that executes in a KernelSession's kernel instead of starting one: papermill
+    """A papermill engine that executes in a JupyterSession's kernel instead of starting one: papermill
     still parameterises the notebook, records cell timings and errors and writes the executed copy."""
     from papermill.clientwrap import PapermillNotebookClient  # noqa: PLC0415 session side only (docstring)
     from papermill.engines import NBClientEngine, papermill_engines  # noqa: PLC0415 session side only (docstring)
@@ -224,7 +224,7 @@ def _register_engine() -> None:
         return
 
     class SessionClient(PapermillNotebookClient):
-        def __init__(self, nb_man, session: KernelSession, **kw):
+        def __init__(self, nb_man, session: JupyterSession, **kw):
             super().__init__(nb_man, km=session.km, **kw)
             self.kc = session.kc  # not owned: the session keeps kernel and channels after the notebook
 
@@ -232,14 +232,14 @@ def _register_engine() -> None:
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
-                                     kernel_session: KernelSession | None = None, **kwargs):
-            if kernel_session is None:
-                raise KernelSessionError(f"papermill engine {_ENGINE_NAME} needs kernel_session=")
+                                     jupyter_session: JupyterSession | None = None, **kwargs):
+            if jupyter_session is None:
+                raise JupyterSessionError(f"papermill engine {_ENGINE_NAME} needs jupyter_session=")
             timeout = execution_timeout or kwargs.get("timeout")
             kwargs = remove_args(["input_path", "timeout", "startup_timeout"], **kwargs)
             final_kwargs = merge_kwargs(kwargs, timeout=timeout, startup_timeout=start_timeout,
                                         kernel_name=kernel_name, log=logging.getLogger("papermill"),
                                         log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file)
-            return SessionClient(nb_man, kernel_session, **final_kwargs).execute()
+            return SessionClient(nb_man, jupyter_session, **final_kwargs).execute()
 
     papermill_engines.register(_ENGINE_NAME, SessionEngine)

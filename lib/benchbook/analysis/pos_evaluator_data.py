@@ -33,8 +33,9 @@ import zstandard
 
 from benchbook.analysis.distribution import ExactDistribution
 from benchbook.analysis.hdr import HdrHistogram
-from benchbook.analysis.percentiles import discrete_rank, ladder_value
+from benchbook.analysis.percentiles import REPORTED_PERCENTILES, discrete_rank, ladder_value
 from benchbook.errors import BenchbookError
+from benchbook.figures import ladder_series
 
 RUN_RE = re.compile(r"^(?P<run>latencies-pre-rate(?P<rate>\d+)-repeat(?P<repeat>\d+)\.pcap\.zst)\.(?P<suffix>.+)$")
 
@@ -287,7 +288,6 @@ def catalogue(dataset_dir: Path | str):
 
 # -- statistics of runs -----------------------------------------------------------------------------
 
-RATE_PERCENTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
 _STAT_RE = re.compile(r"^p(?P<p>\d+(?:\.\d+)?)$")
 
 
@@ -381,12 +381,6 @@ def run_statistic_ns(row: Any, statistic: str) -> tuple[float, str]:
     return float(floors[idx]), f"100 ns histogram, bucket floor (p{pct:g} is not on the ladder)"
 
 
-def ladder_series(path: str):
-    """Percentile ladder as (percent 0..100, value ns), the input of an HDR percentile plot."""
-    df = read_percentiles(path)
-    return df["percentile"].to_numpy(dtype=float) * 100.0, df["value"].to_numpy(dtype=np.int64)
-
-
 def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy: str = "worst"):
     """HDR series (one per kernel/optimisation variant) of one technology at one rate.
 
@@ -409,7 +403,7 @@ def hdr_series_by_technology(cat, technology: str, rate_pps: int, repeat_policy:
             pick = grp[grp["repeat"] == int(repeat_policy)].iloc[0]
             if run_label(pick) in empty:
                 continue
-        series[variant_label(pick)] = ladder_series(pick.percentiles_path)
+        series[variant_label(pick)] = ladder_series(read_percentiles(pick.percentiles_path))
         runs.append(run_label(pick))
     return series, runs
 
@@ -426,8 +420,8 @@ def rate_table(cat):
         rec["no_matched_packets"] = empty
         percent = ladder["percentile"].to_numpy(dtype=float) * 100.0
         values = ladder["value"].to_numpy()
-        for key, p in RATE_PERCENTILES.items():
-            rec[f"{key}_ns"] = np.nan if empty else ladder_value(percent, values, p * 100.0)
+        for p in REPORTED_PERCENTILES:
+            rec[f"p{p}_ns"] = np.nan if empty else ladder_value(percent, values, float(p))
         rec["max_ns"] = np.nan if empty else float(ladder["value"].max())
         if isinstance(r.transferrate_path, str):
             tr = read_csv(r.transferrate_path, "transferrate", allow_empty_file=True)
