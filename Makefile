@@ -171,6 +171,18 @@ fuzz: venv
 mutate: venv native
 	$(BIN)/python tests/mutations/plant.py
 
+# Mutation score of the modules that decide results (tests/mutations/score.py, modules.toml): mutmut, pinned in
+# manifests/mutate-requirements.lock and installed into build/mutate-site only, plants each mutant in a copy of the
+# tree and runs the tests that cover its line under numba's JIT; prints the per-module table (build/mutate/report.md).
+# MUTATE_ARGS: module paths, --round 1, --fresh, --jobs 2. About an hour (docs/testing.md).
+MUTATE_SITE := build/mutate-site
+MUTATE_ARGS ?= --fresh
+.PHONY: mutate-score
+mutate-score: venv
+	@test -d $(MUTATE_SITE)/mutmut || $(BIN)/python -m pip install -q --disable-pip-version-check --require-hashes \
+	  --no-deps --target $(MUTATE_SITE) -r manifests/mutate-requirements.lock
+	nice -n 10 $(BIN)/python tests/mutations/score.py $(MUTATE_ARGS)
+
 # Regenerate the lock from manifests/requirements.in (developers only; needs uv).
 lock:
 	uv pip compile --python-version 3.11 --generate-hashes manifests/requirements.in -o $(LOCK)

@@ -1,17 +1,20 @@
 """benchbook.kernels: the AOT build of the numba kernels gives what numba's JIT gives, is used only while
 current, and lets a command run without importing numba.
 
-The comparisons run real commands in fresh processes on generated captures with known truth, once with
-BENCHBOOK_KERNELS=jit and once with the AOT build (`make` builds it; without it these tests skip and say so).
+The commands run in fresh processes on generated captures with known truth. Under the JIT
+(BENCHBOOK_KERNELS=jit) they always run and must give the truth, so a changed kernel is tested whether or not the
+build is current; the same commands on the AOT build (`make` builds it) must give the same tables. Only the
+comparisons with the build skip, saying why, where there is no current build (edited kernel sources, a copy of
+the tree without build/, a mutation run).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -21,15 +24,17 @@ from benchbook import kernels as kn
 from benchbook.analysis import match_kernel as mk
 from benchbook.capture.synth import make_capture_pair
 from benchbook.capture.tcp_synth import make_tcp_capture
+from benchbook.commands.kernels import kernel_sources
 from benchbook.paths import REPO_ROOT
 
 BENCHBOOK = str(REPO_ROOT / ".venv" / "bin" / "benchbook")
 
 
 def _require_build() -> dict:
-    status = subprocess.run([BENCHBOOK, "kernels", "status"], capture_output=True, text=True, check=True).stdout
+    status = _run(["kernels", "status"], "auto").stdout
     if not status.startswith("AOT build"):
-        pytest.skip(f"no current AOT kernel build here ({status.strip()}); `make kernels` builds it")
+        pytest.skip(f"no current AOT kernel build here ({status.strip()}); `make kernels` builds it (the JIT "
+                    f"tests of this file ran regardless)")
     return json.loads((kn.KERNELS_DIR / kn.MANIFEST).read_text())
 
 
@@ -59,38 +64,73 @@ def captures(tmp_path_factory):
     return d, truth_tcp, truth_lat
 
 
-def test_tcp_analysis_is_the_same_under_the_aot_build_and_the_jit(captures, tmp_path):
+LATENCY_KEYS = {"id": ["--id-offset", "42"], "id-big-endian": ["--id-offset", "42", "--id-big-endian"],
+                "content": ["--content-key"]}
+
+
+@pytest.fixture(scope="module")
+def jit_outputs(captures, tmp_path_factory) -> dict[str, Path]:
+    """`benchbook tcp` and `benchbook latency` in each key mode under the JIT, once for the file."""
+    d, _, _ = captures
+    out = tmp_path_factory.mktemp("jit")
+    runs = {"tcp": ["tcp", str(d / "tcp.pcap")],
+            **{k: ["latency", str(d / "pre.pcap"), str(d / "post.pcap"), *v] for k, v in LATENCY_KEYS.items()}}
+    for name, args in runs.items():
+        r = _run([*args, "-o", str(out / name)], "jit")
+        assert r.returncode == 0, (name, r.stderr)
+    return {name: out / name for name in runs}
+
+
+def test_tcp_analysis_under_the_jit_gives_the_truth(captures, jit_outputs):
+    _, truth, _ = captures
+    s = _summary(jit_outputs["tcp"])
+    assert s["packets"] == truth.packets
+    flows = pq.read_table(jit_outputs["tcp"] / "flows.parquet").to_pandas()
+    assert len(flows) == len(truth.flows)
+    by_port = flows.set_index("sport")
+    for t in truth.flows:
+        r = by_port.loc[t["sport"]]
+        assert r["orig_unique_bytes"] == t["unique_bytes"]
+        assert r["orig_payload_bytes"] == t["payload_bytes"]
+        assert r["orig_retransmissions_tcptrace"] == t["retransmissions"]
+
+
+@pytest.mark.parametrize("key", list(LATENCY_KEYS))
+def test_latency_matching_under_the_jit_gives_the_truth(captures, jit_outputs, key):
+    _, _, truth = captures
+    s = _summary(jit_outputs[key])
+    for name in ("pre", "post", "matched", "lost", "duplicates"):
+        assert s[name] == getattr(truth, name), name
+    lat = pq.read_table(jit_outputs[key] / "latencies.parquet").to_pandas()
+    assert len(lat) == truth.matched
+    kept = truth.latency_ns[truth.latency_ns >= 0]
+    assert sorted(lat["latency_ns"].tolist()) == sorted(kept.tolist())
+
+
+def test_tcp_analysis_is_the_same_under_the_aot_build_and_the_jit(captures, jit_outputs, tmp_path):
     _require_build()
     d, truth, _ = captures
-    outs = {}
-    for mode in ("jit", "auto"):
-        out = tmp_path / mode
-        r = _run(["tcp", str(d / "tcp.pcap"), "-o", str(out)], mode)
-        assert r.returncode == 0, r.stderr
-        outs[mode] = out
+    out = tmp_path / "auto"
+    r = _run(["tcp", str(d / "tcp.pcap"), "-o", str(out)], "auto")
+    assert r.returncode == 0, r.stderr
     for name in ("flows.parquet", "intervals.parquet", "rtt.parquet"):
-        _tables_equal(outs["jit"], outs["auto"], name)
-    s = _summary(outs["auto"])
-    assert s == _summary(outs["jit"])
+        _tables_equal(jit_outputs["tcp"], out, name)
+    s = _summary(out)
+    assert s == _summary(jit_outputs["tcp"])
     assert s["packets"] == truth.packets
 
 
-@pytest.mark.parametrize("key", [["--id-offset", "42"], ["--id-offset", "42", "--id-big-endian"], ["--content-key"]])
-def test_latency_matching_is_the_same_under_the_aot_build_and_the_jit(captures, tmp_path, key):
+@pytest.mark.parametrize("key", list(LATENCY_KEYS))
+def test_latency_matching_is_the_same_under_the_aot_build_and_the_jit(captures, jit_outputs, tmp_path, key):
     _require_build()
     d, _, truth = captures
-    outs = {}
-    for mode in ("jit", "auto"):
-        out = tmp_path / mode
-        r = _run(["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(out), *key], mode)
-        assert r.returncode == 0, r.stderr
-        outs[mode] = out
-    _tables_equal(outs["jit"], outs["auto"], "latencies.parquet")
-    assert (outs["jit"] / "latency.hlog").read_bytes().split(b"\n")[3:] == \
-        (outs["auto"] / "latency.hlog").read_bytes().split(b"\n")[3:]
-    s = _summary(outs["auto"])
-    if key[-1] != "--id-big-endian":  # read big-endian the ids are other numbers, yet each pair still matches
-        assert s["matched"] == truth.matched
+    out = tmp_path / "auto"
+    r = _run(["latency", str(d / "pre.pcap"), str(d / "post.pcap"), "-o", str(out), *LATENCY_KEYS[key]], "auto")
+    assert r.returncode == 0, r.stderr
+    _tables_equal(jit_outputs[key], out, "latencies.parquet")
+    assert (jit_outputs[key] / "latency.hlog").read_bytes().split(b"\n")[3:] == \
+        (out / "latency.hlog").read_bytes().split(b"\n")[3:]
+    assert _summary(out)["matched"] == truth.matched
 
 
 def _tcp_and_latency(d, tmp_path) -> list[list[str]]:
@@ -115,27 +155,35 @@ def test_a_command_on_the_aot_build_never_imports_numba(captures, tmp_path):
 
 
 def test_a_stale_build_is_not_used(captures, tmp_path):
-    manifest = _require_build()
+    """A manifest whose sources, CPU, Python or extensions do not match is not loaded (no build needed: the
+    checks come before any extension is opened)."""
     d, truth, _ = captures
     copy = tmp_path / "kernels"
-    shutil.copytree(kn.KERNELS_DIR, copy)
-    manifest["sources_sha256"] = "0" * 64  # as after an edit of a kernel source
-    (copy / kn.MANIFEST).write_text(json.dumps(manifest))
-    r = _run(["kernels", "status"], "auto", BENCHBOOK_KERNELS_DIR=str(copy))
-    assert "kernel sources changed" in r.stdout
+    copy.mkdir()
+    sources = kernel_sources()
+    good = {"sources": sources, "sources_sha256": kn.sources_digest([kn._package_root() / s for s in sources]),
+            "cpu": kn.cpu_fingerprint(), "python": list(sys.version_info[:2]),
+            "exports": [{"kernel": "benchbook.analysis.match_kernel.id_keys", "extension": "absent.so",
+                         "symbol": "x", "pattern": []}]}
+
+    def status(**change) -> str:
+        (copy / kn.MANIFEST).write_text(json.dumps({**good, **change}))
+        return _run(["kernels", "status"], "auto", BENCHBOOK_KERNELS_DIR=str(copy)).stdout
+
+    assert "kernel sources changed" in status(sources_sha256="0" * 64)  # as after an edit of a kernel source
+    assert "no longer matches the package" in status(sources=[*sources, "analysis/gone.py"])
+    assert "another CPU" in status(cpu="another-cpu")
+    assert "another Python" in status(python=[3, 1])
+    assert "absent.so is missing" in status()
     r = _run(["tcp", str(d / "tcp.pcap"), "-o", str(tmp_path / "out")], "auto", BENCHBOOK_KERNELS_DIR=str(copy))
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["packets"] == truth.packets
-    manifest["sources_sha256"] = kn.sources_digest([kn._package_root() / s for s in manifest["sources"]])
-    manifest["cpu"] = "another-cpu"
-    (copy / kn.MANIFEST).write_text(json.dumps(manifest))
-    assert "another CPU" in _run(["kernels", "status"], "auto", BENCHBOOK_KERNELS_DIR=str(copy)).stdout
     assert "BENCHBOOK_KERNELS=jit" in _run(["kernels", "status"], "jit").stdout
 
 
 def test_calls_the_build_was_not_compiled_for_take_the_jit_with_the_same_result(tmp_path):
-    """In process: id_keys on arrays of other types (int32 caplen, a writable buffer) than the build's."""
-    _require_build()
+    """In process: id_keys on arrays of other types (int32 caplen, a writable buffer) than the build's (on
+    whichever path is in use here)."""
 
     rng = np.random.default_rng(3)
     n = 1000

@@ -10,6 +10,12 @@ and ``BENCHBOOK_KERNELS=jit`` all take numba's JIT path (with its on-disk cache)
 the tests compare the two. The command line then skips numba's import and target initialisation (0.6-0.7 s of
 CPU per command on the development machine).
 
+numba checks a cached kernel against its own source file only, yet the compiled code also holds what it
+inlined or called from other modules (helpers, intrinsics, constants): after an edit there numba would load the
+old code. So the cache of every kernel is keyed, besides numba's own key, on the SHA-256 of its module and of
+every benchbook module that module imports, directly or through others (:func:`dependency_sources`, the same
+list the AOT build's manifest checks): a changed helper compiles afresh, without clearing any cache.
+
 On the first JIT use numba is imported, every Kernel (and every :func:`numba_global` placeholder for an object
 that only exists under numba, such as an intrinsic) in the loaded ``benchbook`` modules is replaced by the real
 object in its module's namespace, so that kernels calling kernels compile as plain numba code; modules loaded
@@ -18,11 +24,13 @@ later get the real objects straight away.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -41,7 +49,6 @@ EXTENSION = "benchbook_aot_kernels"
 _lock = threading.RLock()
 _jit_active = False
 _registry: list[Kernel] = []
-_on_jit: list[Callable[[], None]] = []
 _aot: dict[str, list[tuple[tuple, Callable]]] | None = None
 _aot_loaded = False
 _aot_status = "not loaded yet"
@@ -104,9 +111,7 @@ class Kernel:
             activate_jit()
             with _lock:
                 if self.dispatcher is None:  # registered while another thread activated the JIT
-                    import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
-
-                    self.dispatcher = numba.njit(**self.options)(self.py_func)
+                    self.dispatcher = _dispatcher(self.py_func, self.options)
         return self.dispatcher
 
     def __repr__(self) -> str:
@@ -121,9 +126,7 @@ def njit(*args: Any, **options: Any) -> Any:
                 k = Kernel(fn, options)
                 _registry.append(k)
                 return k
-        import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
-
-        return numba.njit(**options)(fn)
+        return _dispatcher(fn, options)
 
     if args and callable(args[0]) and len(args) == 1 and not options:
         return wrap(args[0])
@@ -141,15 +144,6 @@ def before_threads() -> None:
         activate_jit()
 
 
-def on_jit(callback: Callable[[], None]) -> None:
-    """Run ``callback`` once the JIT path is active (now if it is): a module's cache guard, for instance."""
-    with _lock:
-        if _jit_active:
-            callback()
-        else:
-            _on_jit.append(callback)
-
-
 def activate_jit() -> None:
     """Import numba and put real dispatchers (and resolved numba globals) in place of every Kernel."""
     global _jit_active
@@ -157,10 +151,8 @@ def activate_jit() -> None:
         if _jit_active:
             return
         _import_numba()
-        import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
-
         for k in _registry:
-            k.dispatcher = numba.njit(**k.options)(k.py_func)
+            k.dispatcher = _dispatcher(k.py_func, k.options)
         _jit_active = True
         for name, mod in list(sys.modules.items()):
             if not (name == "benchbook" or name.startswith("benchbook.")) or mod is None:
@@ -171,9 +163,33 @@ def activate_jit() -> None:
                     ns[attr] = value.dispatcher
                 elif isinstance(value, NumbaGlobal):
                     ns[attr] = value.resolve()
-        callbacks, _on_jit[:] = list(_on_jit), []
-        for cb in callbacks:
-            cb()
+
+
+def _dispatcher(py_func: Callable, options: dict[str, Any]) -> Any:
+    """numba's dispatcher of ``py_func``; with ``cache=True`` its cache is keyed on its dependencies too."""
+    import numba  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
+
+    d = numba.njit(**options)(py_func)
+    if options.get("cache") and getattr(d, "_cache", None) is not None:
+        d._cache = _dependency_cache()(py_func, module_digest(py_func.__module__))
+    return d
+
+
+@functools.cache
+def _dependency_cache() -> type:
+    """numba's FunctionCache with the digest of the kernel's module sources in the index key (defined on the
+    first JIT use: it needs numba)."""
+    from numba.core.caching import FunctionCache  # noqa: PLC0415 numba only under the JIT; the AOT build runs without it
+
+    class DependencyCache(FunctionCache):
+        def __init__(self, py_func: Callable, digest: str) -> None:
+            super().__init__(py_func)
+            self._dependencies_sha256 = digest
+
+        def _index_key(self, sig: Any, codegen: Any) -> tuple:
+            return (*super()._index_key(sig, codegen), self._dependencies_sha256)
+
+    return DependencyCache
 
 
 def _import_numba() -> None:
@@ -295,6 +311,48 @@ def sources_digest(files: Iterable[str | os.PathLike]) -> str:
 
 def _package_root() -> Path:
     return Path(__file__).resolve().parent
+
+
+# `from benchbook.a import b`, `import benchbook.a.b`, numba_global("benchbook.a.b", ...), at any indentation
+_BENCHBOOK_IMPORT = re.compile(
+    r"^\s*(?:from (benchbook(?:\.\w+)*) import (?:\(([^)]*)\)|([\w, ]+))|import (benchbook(?:\.\w+)+))"
+    r"|numba_global\(\"(benchbook(?:\.\w+)+)\"", re.M)
+
+
+def dependency_sources(files: Iterable[Path]) -> list[Path]:
+    """``files`` and the source of every benchbook module they import, directly or through other benchbook
+    modules (import statements anywhere in a module, and numba_global placeholders), in a stable order: all a
+    kernel defined in ``files`` may compile in. ``from benchbook.a import b`` counts both ``a`` and ``a.b``."""
+    root = _package_root()
+    seen: dict[Path, None] = {}
+    todo = [Path(f).resolve() for f in files]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen[path] = None
+        for m in _BENCHBOOK_IMPORT.finditer(path.read_text(encoding="utf-8")):
+            base = m.group(1) or m.group(4) or m.group(5)
+            names = [n.split()[0] for n in (m.group(2) or m.group(3) or "").split(",") if n.strip()]
+            for dotted in (base, *(f"{base}.{n}" for n in names)):
+                rel = dotted.removeprefix("benchbook").lstrip(".").replace(".", "/")
+                for cand in ((root / f"{rel}.py",) if rel else ()) + (root / rel / "__init__.py",):
+                    if cand.is_file() and cand not in seen:
+                        todo.append(cand)
+    return sorted(seen)
+
+
+@functools.cache
+def module_digest(module: str) -> str:
+    """SHA-256 over the sources :func:`dependency_sources` lists for ``module`` ("" without a source file)."""
+    mod = sys.modules.get(module)
+    origin = getattr(mod, "__file__", None)
+    if origin is None:
+        spec = importlib.util.find_spec(module) if module != "__main__" else None
+        origin = spec.origin if spec is not None else None
+    if not origin or not Path(origin).is_file():
+        return ""
+    return sources_digest(dependency_sources([Path(origin)]))
 
 
 def aot_status() -> str:

@@ -28,6 +28,7 @@ from benchbook.analysis.percentiles import (
     discrete_rank,
     exact_ladder,
     ladder_value,
+    nearest_rank,
 )
 
 EDGE_PERCENTILES = ("0", "0.1", "1", "10", "12.5", "25", "33.3", "50", "66.7", "75", "90", "95", "99", "99.5",
@@ -119,6 +120,41 @@ def test_exact_ladder_points_are_discrete_percentiles():
     assert ladder_value(pct, v, 99.9) == v[at] >= srt[rank_by_fraction("99.9", 2000) - 1]
     assert ladder_value(pct, v, float(pct[5])) == v[5]
     assert ladder_value(pct, v, 100.0) == v[-1]
+
+
+def test_nearest_rank_rounds_half_up_is_at_least_one_and_clamps_above_100():
+    """HdrHistogram_c's and hdrh's target count: int(p/100 * N + 0.5), at least 1, p above 100 read as 100."""
+    assert nearest_rank(15, 10) == 2 and nearest_rank(14, 10) == 1  # 1.5 rounds up, 1.4 down
+    assert nearest_rank(0, 10) == 1 and nearest_rank(1, 10) == 1  # 0 and 0.1 samples: the first
+    assert nearest_rank(100, 1000) == 1000
+    assert nearest_rank(150, 1000) == 1000  # never past the last sample
+
+
+def test_exact_ladder_spacing_and_its_smallest_samples():
+    """30 points per decade of 1/(1-p) from p = 0 to (N-1)/N: 91 at N = 1000; a sample under ten counts as one
+    decade; one sample is one point (p = 0); none is none."""
+    v = np.arange(1, 1001)
+    pct, _ = exact_ladder(v)
+    assert len(pct) == 91 and np.array_equal(pct, exact_ladder(v, 30)[0])
+    assert len(exact_ladder(v, 10)[0]) == 31
+    assert len(exact_ladder(np.arange(1, 11))[0]) == 31
+    assert len(exact_ladder(np.arange(1, 4))[0]) == 31
+    one = exact_ladder(np.array([5]))
+    assert one[0].tolist() == [0.0] and one[1].tolist() == [5]
+    none = exact_ladder(np.array([], np.int64))
+    assert len(none[0]) == 0 and len(none[1]) == 0
+
+
+def test_ladder_value_float_tolerance_and_beyond_the_ladder():
+    """A ladder percent within 1e-12 below p is p (float noise of 100 * (1 - 1/x)); one further below is not;
+    p above the ladder's last point reads its last value; an empty ladder is an error."""
+    vals = np.array([1, 2, 3])
+    assert ladder_value(np.array([0.0, 50.0 - 0.5e-12, 90.0]), vals, 50.0) == 2
+    assert ladder_value(np.array([0.0, 50.0 - 1.5e-12, 90.0]), vals, 50.0) == 3
+    assert ladder_value(np.array([0.0, 50.0, 90.0]), vals, 95.0) == 3
+    assert ladder_value(np.array([0.0, 50.0, 90.0]), vals, 0.0) == 1
+    with pytest.raises(ValueError, match="^empty percentile ladder$"):
+        ladder_value(np.array([]), np.array([], np.int64), 50.0)
 
 
 # --- every exact percentile in the library goes through the one rule ------------------------------

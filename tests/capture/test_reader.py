@@ -215,3 +215,41 @@ def test_recycled_arrays_give_the_same_packets(sample):
     assert got == want
     with pytest.raises(ValueError, match="recycle"):
         open_capture(p, recycle=1)
+
+
+def test_second_pcapng_section_uses_its_own_interfaces_and_byte_order(sample):
+    """Concatenated pcapng files are one file of several sections (the format allows it; `cat` makes one): each
+    section's packets use that section's interface table, resolution and byte order, never the first's."""
+    d, ts, frames = sample
+    parts = [write_pcapng(d / "s1.pcapng", ts[:30], frames[:30], tsresol=6),
+             write_pcapng(d / "s2.pcapng", ts[30:60], frames[30:60], tsresol=9, big_endian=True),
+             write_pcapng(d / "s3.pcapng", ts[60:90], frames[60:90], tsresol=0x80 | 20, tsoffset_s=1_000)]
+    p = d / "sections.pcapng"
+    p.write_bytes(b"".join(x.read_bytes() for x in parts))
+    got = read_all(p, chunk_packets=7, buffer_bytes=1500)
+    assert [g[3] for g in got] == frames[:90]
+    t = np.array([g[0] for g in got])
+    assert t[:30].tolist() == (ts[:30] // 1000 * 1000).tolist()  # microseconds
+    assert t[30:60].tolist() == ts[30:60].tolist()  # nanoseconds, big-endian section
+    assert np.all(np.abs(t[60:90] - ts[60:90]) <= 10**9 / 2**20 + 1)  # 2^-20 s ticks from an offset
+    assert got == read_reference(p)
+    require_program("tshark")
+    assert [(a, c, w) for a, c, w, _ in got] == tshark_fields(p)
+
+
+def test_pcapng_interfaces_of_different_resolutions_from_mergecap(sample):
+    """mergecap (Wireshark) merges a microsecond and a nanosecond capture into one pcapng with two interfaces:
+    every packet keeps its own interface's resolution, in the merged (time) order."""
+    mergecap = require_program("mergecap")
+    d, ts, frames = sample
+    us = write_pcap(d / "m-us.pcap", ts[0:200:2], frames[0:200:2], nanosecond=False)
+    ns = write_pcap(d / "m-ns.pcap", ts[1:200:2] + 3, frames[1:200:2], nanosecond=True)
+    out = d / "merged.pcapng"
+    subprocess.run([mergecap, "-F", "pcapng", "-w", str(out), str(us), str(ns)], check=True, capture_output=True)
+    got = read_all(out, chunk_packets=16, buffer_bytes=2048)
+    want = sorted([(int(t) // 1000 * 1000, f) for t, f in zip(ts[0:200:2], frames[0:200:2], strict=True)]
+                  + [(int(t) + 3, f) for t, f in zip(ts[1:200:2], frames[1:200:2], strict=True)],
+                  key=lambda r: r[0])
+    assert [(g[0], g[3]) for g in got] == want
+    assert got == read_reference(out)
+    assert [(a, c, w) for a, c, w, _ in got] == tshark_fields(out)

@@ -3,8 +3,9 @@
 Every mutation is one exact text replacement in one library file, found by its text (so it still applies
 when the file moves; a mutation lists the text of each form the code has had). For each, the tree (without
 .venv and .git) is copied to a temporary folder, the bug is planted there, and pytest runs the named tests
-against the copy with a short per-test timeout: a mutation is caught when at least one test fails or the
-timeout ends the run (a hang). The same tests must pass on the unplanted tree first.
+against the copy with a short per-test timeout: a mutation is caught when at least one test fails, the
+timeout ends the run (a hang) or the interpreter dies (a crash: a kernel writing past an array). The same tests
+must pass on the unplanted tree first.
 
     .venv/bin/python tests/mutations/plant.py            # every mutation (make mutate)
     .venv/bin/python tests/mutations/plant.py --list
@@ -191,6 +192,49 @@ MUTATIONS = (
         (("    if tab[2 * ((s + 1) & tmask)] == EMPTY:\n        tab[2 * s] = EMPTY",
           "    if True:\n        tab[2 * s] = EMPTY"),),
         ("tests/analysis/test_latency.py",),
+    ),
+    Mutation(
+        "kernel-cache-ignores-dependencies",
+        "numba's disk cache keyed on the kernel's own file only: a kernel keeps running the code it inlined from "
+        "another module before that module changed",
+        (('    if options.get("cache") and getattr(d, "_cache", None) is not None:', "    if False:"),),
+        ("tests/test_kernel_cache.py",),
+    ),
+    Mutation(
+        "content-key-ipv6-checksum-kept",
+        "the content key zeroes the UDP/TCP checksum over IPv4 only: an IPv6 capture with offloaded checksums "
+        "matches 0 of 50",
+        (("        elif etype == 0x86DD and L >= l3 + 40:", "        elif False:"),),
+        ("tests/analysis/test_content_key.py",),
+    ),
+    Mutation(
+        "hdr-accepts-one-past-range",
+        "the recording kernel's range check one slot late: the first untrackable value is written past the "
+        "counts array instead of refused",
+        (("        if idx >= limit:\n            n_bad += 1", "        if idx > limit:\n            n_bad += 1"),),
+        ("tests/analysis/test_hdr_properties.py",),
+    ),
+    Mutation(
+        "pcapng-section-keeps-interfaces",
+        "a new pcapng section keeps the previous section's interfaces: its packets take the first section's "
+        "timestamp resolution (x1000 from microseconds)",
+        (("                seen_shb = True\n                ifs = _Interfaces()\n",
+          "                seen_shb = True\n"),),
+        ("tests/capture/test_reader.py::test_second_pcapng_section_uses_its_own_interfaces_and_byte_order",),
+    ),
+    Mutation(
+        "sweep-resume-keeps-killed-run",
+        "sweep --resume counts a run left 'running' by a killed process as done instead of moving it aside "
+        "and running the point again",
+        (('        if status == "complete":\n            p["status"] = "complete"',
+          '        if status in ("complete", "running"):\n            p["status"] = "complete"'),),
+        ("tests/experiment/test_sweep_resume.py",),
+    ),
+    Mutation(
+        "publish-ignores-changed-output",
+        "publishing accepts a run whose output changed after it was recorded (the digest compared with itself)",
+        (('        if digest != entry["sha256"]:', '        if digest != digest:'),),
+        ("tests/publish/test_verify.py",),
     ),
     Mutation(
         "midflow-below-first-not-new",
@@ -443,7 +487,8 @@ def find_target(m: Mutation) -> tuple[Path, str, str]:
 
 def copy_tree(dest: Path) -> None:
     shutil.copytree(REPO, dest, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs"))
+        ".venv", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs", "mutate", "mutate-site",
+        "fuzz", "fuzz-site", "*.sock"))
 
 
 def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int, str, float]:
@@ -459,9 +504,13 @@ def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int,
 def verdict_of(rc: int, out: str) -> tuple[bool, list[str]]:
     """(caught, [what failed]) from a pytest run on the planted copy."""
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+    started = re.findall(r"^(tests/\S+::\S+)", out, re.M)
     if "Timeout" in out and "+++++" in out:
-        started = re.findall(r"^(tests/\S+::\S+)", out, re.M)
         failed.append(f"{started[-1] if started else '?'} (TIMEOUT: the run was ended by pytest-timeout)")
+    crash = re.search(r"^Fatal Python error: (.+)$", out, re.M)
+    if crash or rc < 0:  # the planted bug killed the interpreter (e.g. a kernel writing past an array)
+        why = crash.group(1) if crash else f"killed by signal {-rc}"
+        failed.append(f"{started[-1] if started else '?'} (CRASH: {why})")
     return rc != 0 and bool(failed), failed
 
 

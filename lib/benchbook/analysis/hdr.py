@@ -139,10 +139,10 @@ def _as_int64_values(values: np.ndarray | Sequence[int], what: str = "values") -
         bad = ~np.isfinite(arr) | (arr != np.floor(arr))
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{what}[{pos}] = {arr[pos]!r} is not an integer (HdrHistogram records integers)")
+            raise ValueError(f"{what}[{pos}] = {float(arr[pos])!r} is not an integer (HdrHistogram records integers)")
         if arr.size and (arr.max() >= 2.0**63):
             pos = int(np.argmax(arr))
-            raise ValueError(f"{what}[{pos}] = {arr[pos]!r} exceeds the int64 range")
+            raise ValueError(f"{what}[{pos}] = {float(arr[pos])!r} exceeds the int64 range")
         return arr.astype(np.int64)
     if arr.dtype.kind == "u":
         if arr.dtype.itemsize == 8 and arr.size and arr.max() > INT64_MAX:

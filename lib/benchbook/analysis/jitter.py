@@ -21,6 +21,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hdr_layout import layout_for
 from benchbook.analysis.hlog import Interval
 
 NS_PER_S = 1_000_000_000
@@ -156,7 +157,8 @@ def worst_n(
 
 class IntervalRecorder:
     """One HdrHistogram per interval of `interval_ns` starting at `origin_ns` (default: the
-    first time seen), fed in chunks of (t_ns, latency_ns) in any order."""
+    first time seen), fed in chunks of (t_ns, latency_ns) in any order. A packet before the origin
+    falls into an interval of negative start. A call is recorded whole or not at all."""
 
     def __init__(
         self,
@@ -181,6 +183,14 @@ class IntervalRecorder:
             raise ValueError(f"t_ns ({t.size}) and latency_ns ({lat.size}) differ in length")
         if t.size == 0:
             return
+        top = layout_for(*self._layout).max_trackable_value
+        bad = (lat < 0) | (lat > top)
+        if bad.any():  # checked for the whole call first: no interval records part of a refused call
+            pos = int(np.flatnonzero(bad)[0])
+            v = int(lat[pos])
+            raise ValueError(f"latency_ns[{pos}] = {v} cannot be recorded: "
+                             + ("negative" if v < 0 else f"above the highest trackable value {top}")
+                             + f" ({int(bad.sum())} such values in this call; nothing of this call was recorded)")
         if self.origin_ns is None:
             self.origin_ns = int(t.min())
         b = np.floor_divide(t - self.origin_ns, self.interval_ns)

@@ -1,13 +1,15 @@
 """Per-packet latency from a pre-DuT and a post-DuT capture.
 
-Packets are matched by (a) an explicit packet id at a given frame offset and width (``IdKey``), or
-(b) the MoonSniff/pos content key (``ContentKey``): frame bytes 12-64 with the IPv4 header checksum
-and the UDP/TCP checksum zeroed. As in the pos evaluators' SQL, a pre key occurring more than once is
-dropped (here: more than once while it can still be matched), latency = t_post - t_pre is kept when
-0 < latency < max_latency_ns, and the first post copy of a packet is the match (later copies
-within the latency window count as duplicates, copies arriving later as unmatched post). A post copy
-at or before its pre packet (latency <= 0: equal timestamps included) is out_of_range_post, and its pre
-packet stays waiting for a later copy; one max_latency_ns or more after it finds its pre packet gone.
+Packets are matched by (a) an explicit packet id at a given frame offset and width (``IdKey``), or (b)
+the MoonSniff/pos content key (``ContentKey``): frame bytes 12-64 with the IPv4 header checksum and the
+UDP/TCP checksum (over IPv4 or IPv6, after an 802.1Q tag too) zeroed, so that a capture whose checksums
+the NIC had still to fill in (offloaded: 0) matches one with the real checksums. As in the pos
+evaluators' SQL, a pre key occurring more than once is dropped (here: more than once while it can still
+be matched), latency = t_post - t_pre is kept when 0 < latency < max_latency_ns, and the first post copy
+of a packet is the match (later copies within the latency window count as duplicates, copies arriving
+later as unmatched post). A post copy at or before its pre packet (latency <= 0: equal timestamps
+included) is out_of_range_post, and its pre packet stays waiting for a later copy; one max_latency_ns or
+more after it finds its pre packet gone.
 
 Counts: pre = matched + lost + pre_duplicates + unkeyed_pre; post = matched + duplicates +
 unmatched_post (unmatched_post includes unkeyed_post, ambiguous_post and out_of_range_post).
@@ -72,7 +74,7 @@ class ContentKey:
     end: int = 64
 
     def describe(self) -> str:
-        return f"content: bytes {self.start}-{self.end} with IPv4/UDP/TCP checksums zeroed"
+        return f"content: bytes {self.start}-{self.end} with IPv4, UDP and TCP checksums zeroed"
 
 
 Key = IdKey | ContentKey

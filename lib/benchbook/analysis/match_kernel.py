@@ -386,7 +386,8 @@ def _clear_byte(words, q):
 
 @njit(cache=True, nogil=True)
 def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
-    """MoonSniff/pos key: frame bytes [start, end) with IPv4 header and UDP/TCP checksums zeroed,
+    """MoonSniff/pos key: frame bytes [start, end) with the IPv4 header checksum and the UDP/TCP checksum (over
+    IPv4, or IPv6 without extension headers; after one 802.1Q tag too) zeroed,
     hashed to 128 bits (two independent 64-bit hashes; the low one finished so its low bits spread)."""
     n_bytes = end - start
     n_words = (n_bytes + 7) >> 3
@@ -420,6 +421,8 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
         if etype == 0x8100 and L >= 18:
             l3 = 18
             etype = (np.int64(data[p + 16]) << 8) | np.int64(data[p + 17])
+        l4 = -1
+        proto = 0
         if etype == 0x0800 and L >= l3 + 20:
             ihl = (np.int64(data[p + l3]) & 0xF) * 4
             proto = data[p + l3 + 9]
@@ -427,6 +430,10 @@ def content_keys(data, offsets, caplen, start, end, out_hi, out_lo, ok):
                 if start <= q < start + m:
                     _clear_byte(words, q - start)
             l4 = l3 + ihl
+        elif etype == 0x86DD and L >= l3 + 40:
+            proto = data[p + l3 + 6]  # next header: UDP or TCP right after the fixed header
+            l4 = l3 + 40
+        if l4 >= 0:
             cs = -1
             if proto == 17:
                 cs = l4 + 6

@@ -28,8 +28,7 @@ import numpy as np
 from benchbook.analysis import tcp_parse as tp
 from benchbook.analysis import tcp_rtt as rt
 from benchbook.analysis import tcp_rules as tr
-from benchbook.analysis.kernel_cache import drop_stale_cache, module_dispatchers
-from benchbook.kernels import njit, on_jit
+from benchbook.kernels import njit
 
 MAX_HOLES = 16
 
@@ -585,7 +584,3 @@ def flush_flows(fl, st, flows, iv, c):
             _flush_bin(f, d, fl, st, iv, c)
             st[f, d, S_CUR_BIN] = np.iinfo(np.int64).min
 
-
-# the kernels above inline helpers of these modules: their cache must not outlive a change there
-# (on the JIT path: the AOT build's manifest covers every kernel module's source)
-on_jit(lambda: drop_stale_cache(module_dispatchers(globals(), __name__), [tp.__file__, rt.__file__, tr.__file__]))

@@ -22,9 +22,6 @@ from typing import Any
 import typer
 
 KERNEL_IMPORT = re.compile(r"^from benchbook\.kernels import .*\bnjit\b", re.M)
-BENCHBOOK_IMPORT = re.compile(
-    r"^\s*(?:from (benchbook(?:\.\w+)*) import (?:\(([^)]*)\)|([\w, ]+))|import (benchbook(?:\.\w+)+))"
-    r"|numba_global\(\"(benchbook(?:\.\w+)+)\"", re.M)
 
 
 def register(app: typer.Typer) -> None:
@@ -72,33 +69,14 @@ def status() -> None:
 
 def kernel_sources() -> list[str]:
     """Package-relative paths of every module that defines kernels and of every benchbook module they import
-    (constants, intrinsics): an edit in any of them makes the build stale."""
+    (constants, intrinsics; benchbook.kernels.dependency_sources): an edit in any of them makes the build stale."""
     from benchbook import kernels as kn
 
     root = kn._package_root()
-    texts = {path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
-             for path in sorted(root.rglob("*.py")) if "__pycache__" not in path.parts}
-    todo = [rel for rel, text in texts.items() if KERNEL_IMPORT.search(text)]
-    seen: set[str] = set()
-    while todo:
-        rel = todo.pop()
-        if rel in seen:
-            continue
-        seen.add(rel)
-        for m in BENCHBOOK_IMPORT.finditer(texts[rel]):
-            for name in _imported_modules(m):
-                dotted = name.removeprefix("benchbook.").replace(".", "/")
-                for cand in (f"{dotted}.py", f"{dotted}/__init__.py"):
-                    if cand in texts and cand not in seen:
-                        todo.append(cand)
-    return ["kernels.py", *sorted(seen - {"kernels.py"})]
-
-
-def _imported_modules(m: re.Match) -> list[str]:
-    """`from benchbook.a import b, c` may import modules a.b and a.c, or names of a: both are candidates."""
-    base = m.group(1) or m.group(4) or m.group(5)
-    names = [n.split()[0] for n in (m.group(2) or m.group(3) or "").split(",") if n.strip()]
-    return [base, *(f"{base}.{n}" for n in names)]
+    defining = [path for path in sorted(root.rglob("*.py"))
+                if "__pycache__" not in path.parts and KERNEL_IMPORT.search(path.read_text(encoding="utf-8"))]
+    rels = {path.relative_to(root).as_posix() for path in kn.dependency_sources(defining)}
+    return ["kernels.py", *sorted(rels - {"kernels.py"})]
 
 
 def _module_name(rel: str) -> str:

@@ -1,0 +1,28 @@
+"""mutmut's hook (score.py copies this file to the root of the tree copy mutmut runs in): picks the tests for each
+mutant from the coverage pass's selection (MUTATE_SELECTION), and names the mutant for run_tests.py's log (the
+environment mutmut's test command inherits).
+
+A mutant of a line that the selection maps to tests runs only those; any other runs the module's whole list.
+mutmut runs with --rerun-all: a mutant that survives its selected tests runs the whole list too, so the selection
+saves time and never turns a killed mutant into a survivor."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shlex
+
+
+@functools.cache
+def _selection() -> dict:
+    with open(os.environ["MUTATE_SELECTION"], encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def pre_mutation(context) -> None:  # mutmut's Context
+    sel = _selection()
+    line = context.mutation_id.line_number + 1
+    tests = sel["lines"].get(str(line), sel["all"])
+    os.environ["MUTATE_MUTANT"] = f"{line}:{context.mutation_id.index}"  # run_tests.py's log names it
+    context.config.test_command = shlex.join([*sel["runner"], "--", *tests])

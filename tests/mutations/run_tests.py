@@ -1,0 +1,104 @@
+"""The test command mutmut runs for each mutant (tests/mutations/score.py): pytest on the tests given, in the copy
+of the tree, with the kernels under numba's JIT and a fresh numba cache directory.
+
+    MUTATE_MUTANT=LINE:INDEX run_tests.py -- TEST...
+
+Settings come from the JSON file MUTATE_RUN_CONFIG names (score.py writes it per module): the tree, the log, the
+warm numba cache, the kernel modules the mutated file reaches, the timeouts, and the socket of the fork server
+(forkserver.py) that runs pytest in a fresh child process, else pytest runs as a new process. The fresh cache directory
+is a copy of the warm cache (filled by the unmutated tree's coverage pass) without the entries of any kernel
+module that imports the mutated file directly or indirectly: those compile afresh from the mutant, the others
+load what the unmutated tree compiled. Exit status 0 when the tests pass (the mutant survived), 1 when one
+fails, errors, or is ended by the per-test timeout (killed; the log says which and by what).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def fresh_cache(warm: Path, dest: Path, stale_stems: list[str]) -> None:
+    """Copy the warm numba cache to dest, leaving out the files of the kernel modules in stale_stems."""
+    prefixes = tuple(f"{s}." for s in stale_stems)
+    if warm.is_dir():
+        shutil.copytree(warm, dest, ignore=lambda d, names: [n for n in names if n.startswith(prefixes)])
+    else:
+        dest.mkdir(parents=True)
+
+
+def main(argv: list[str]) -> int:
+    mutant = os.environ.get("MUTATE_MUTANT", "baseline")  # set by mutmut_config.pre_mutation
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    cfg = json.loads(Path(os.environ["MUTATE_RUN_CONFIG"]).read_text())
+    tree = Path(cfg["tree"])
+    record = {"module": cfg["module"], "mutant": mutant, "tests": len(argv)}
+    if not argv:  # no test runs the mutated line
+        record.update(outcome="survived", detail="no test selected", seconds=0.0)
+        _log(cfg, record)
+        return 0
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bb-mutant-cache-") as tmp:
+        cache = Path(tmp) / "numba"
+        fresh_cache(Path(cfg["warm_cache"]), cache, cfg["stale_stems"] if mutant != "baseline" else [])
+        args = ["-x", "-q", "--no-header", "-p", "no:cacheprovider", "--tb=line",
+                "-o", "addopts=-ra --import-mode=importlib", f"--timeout={cfg['test_timeout_s']}",
+                "-o", "timeout_method=thread", *argv]
+        env = {"BENCHBOOK_KERNELS": "jit", "NUMBA_CACHE_DIR": str(cache), "BENCHBOOK_SHARED": cfg["shared"],
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        if cfg.get("server"):
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from forkserver import request  # noqa: PLC0415 a sibling script: importable once its directory is on sys.path
+
+            mutated = tree / "lib" / "benchbook" / cfg["module"]
+            pyc = [str(p) for p in (mutated.parent / "__pycache__").glob(f"{mutated.stem}.*.pyc")]
+            answer = request(cfg["server"], {"args": args, "env": env, "cache": str(cache), "drop_pyc": pyc,
+                                             "timeout_s": cfg["run_timeout_s"]})
+            rc, out = answer["rc"], answer["output"]
+        else:
+            rc, out = _subprocess(cfg, tree, args, env)
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+    if rc is None or ("Timeout" in out and "+++++" in out):
+        outcome = "timeout"
+    elif rc == 0 or rc == 5:  # 5: nothing collected (every selected test deselected or skipped)
+        outcome = "survived"
+    else:
+        outcome = "killed"
+    record.update(outcome=outcome, rc=rc, failed=failed[:3], seconds=round(time.monotonic() - t0, 2))
+    if outcome != "survived" and not failed:
+        record["tail"] = out[-600:]
+    _log(cfg, record)
+    if mutant == "baseline" and outcome != "survived":
+        sys.stdout.write(out[-5000:])
+    return 0 if outcome == "survived" else 1
+
+
+def _subprocess(cfg: dict, tree: Path, args: list[str], extra: dict[str, str]) -> tuple[int | None, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "NUMBA_", "PYTHON"))}
+    env.update(extra, PYTHONPATH=str(tree / "lib"))
+    proc = subprocess.Popen([cfg["python"], "-m", "pytest", *args], cwd=tree, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=cfg["run_timeout_s"])
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return None, proc.communicate()[0]
+
+
+def _log(cfg: dict, record: dict) -> None:
+    with open(cfg["log"], "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,577 @@
+"""Mutation score of the modules whose results users rely on (make mutate-score).
+
+For each module listed in tests/mutations/modules.toml, mutmut 2 (pinned in manifests/mutate-requirements.lock,
+installed into build/mutate-site) plants every mutant it knows, one at a time, in a copy of the tree (without
+.git and .venv) and runs the tests that cover the module (tests/mutations/run_tests.py: kernels under numba's JIT,
+a fresh numba cache directory per mutant). First a coverage pass runs the module's tests once on the unmutated
+copy (they must pass) and records which test runs each line (tests/mutations/coverage_contexts.py): a mutant in a
+function body runs only the tests that ran that line, and the whole list when it survives them (--rerun-all);
+any other mutant (module level, signatures, numba kernels, lines no test ran in process) runs the whole list.
+
+    .venv/bin/python tests/mutations/score.py                  # every listed module (make mutate-score)
+    .venv/bin/python tests/mutations/score.py analysis/hdr.py  # one module
+    .venv/bin/python tests/mutations/score.py --report         # the table of the last run(s) again
+    .venv/bin/python tests/mutations/score.py --survivors analysis/hdr.py
+
+A mutant is killed when a test fails or errors, or when the per-test timeout ends a hang (counted in the timeout
+column as well); surviving mutants reviewed as equivalent (tests/mutations/equivalent.toml, each with its reason,
+and two rules: XX wrapped around words of an error or warning message; numba's cache= or nogil= flipped) leave
+the denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
+copy, the per-mutant log, report.md); a rerun of a module tests only its survivors again unless --fresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as _dt
+import json
+import os
+import re
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Queue
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+WORK = REPO / "build" / "mutate"
+SITE = REPO / "build" / "mutate-site"
+PYTHON = REPO / ".venv" / "bin" / "python"
+MODULES_FILE = HERE / "modules.toml"
+EQUIVALENT_FILE = HERE / "equivalent.toml"
+KERNEL_IMPORT = re.compile(r"^from benchbook\.kernels import .*\bnjit\b", re.M)
+DONE = ("ok_killed", "ok_suspicious", "bad_timeout", "bad_survived", "skipped")
+
+
+@dataclass
+class Module:
+    path: str  # relative to lib/benchbook
+    tests: list[str]
+    round: int = 1
+    note: str = ""
+
+    @property
+    def slug(self) -> str:
+        return self.path.removesuffix(".py").replace("/", ".")
+
+    @property
+    def lib_path(self) -> str:
+        return f"lib/benchbook/{self.path}"
+
+
+@dataclass
+class Mutant:
+    line_number: int  # 1-based
+    index: int
+    status: str
+    original: str
+    mutated: str
+    outcome: dict = field(default_factory=dict)
+    equivalent: str = ""
+
+
+def load_modules() -> list[Module]:
+    data = tomllib.loads(MODULES_FILE.read_text())
+    return [Module(**m) for m in data["module"]]
+
+
+def load_equivalents() -> list[dict]:
+    if not EQUIVALENT_FILE.is_file():
+        return []
+    return tomllib.loads(EQUIVALENT_FILE.read_text()).get("mutant", [])
+
+
+# -- the copy of the tree ------------------------------------------------------------------------------------------
+
+def tree_dir(worker: int) -> Path:
+    return WORK / f"tree-{worker}"
+
+
+def sync_tree(dest: Path) -> None:
+    """dest becomes a copy of the working tree (without .git, .venv, build, runs); mutmut's cache stays."""
+    keep = dest / ".mutmut-cache"
+    saved = keep.read_bytes() if keep.is_file() else None
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(REPO, dest, symlinks=True, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs", ".hypothesis",
+        ".mutmut-cache"))
+    shutil.copy2(HERE / "mutmut_config.py", dest / "mutmut_config.py")
+    if saved is not None:
+        keep.write_bytes(saved)
+
+
+def kernel_stems_reaching(lib_path: str) -> list[str]:
+    """Stems of the kernel modules whose compiled code may hold something of lib_path (benchbook.kernels'
+    dependency_sources): their numba cache entries are left out of a mutant's fresh cache."""
+    sys.path.insert(0, str(REPO / "lib"))
+    from benchbook import kernels as kn  # noqa: PLC0415 from the tree's lib/, put on sys.path just above
+
+    target = (REPO / lib_path).resolve()
+    stems = []
+    for path in sorted(kn._package_root().rglob("*.py")):
+        if "__pycache__" in path.parts or not KERNEL_IMPORT.search(path.read_text(encoding="utf-8")):
+            continue
+        if target in kn.dependency_sources([path]):
+            stems.append(path.stem)
+    return stems
+
+
+# -- coverage pass and test selection --------------------------------------------------------------------------------
+
+def env_for_tests(tree: Path, cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "NUMBA_", "PYTHON"))}
+    env.update(PYTHONDONTWRITEBYTECODE="1", BENCHBOOK_KERNELS="jit", NUMBA_CACHE_DIR=str(cache),
+               BENCHBOOK_SHARED=os.environ.get("BENCHBOOK_SHARED", str(REPO.parent / "shared")))
+    return env
+
+
+def coverage_pass(tree: Path, m: Module, out: Path) -> tuple[dict[str, float], dict[int, set[str]], str]:
+    """Run the module's tests on the unmutated copy under coverage: (durations by node id, contexts by line,
+    pytest's output). Raises RuntimeError when a test fails."""
+    data_file = out / f"{m.slug}.coverage"
+    junit = out / f"{m.slug}.junit.xml"
+    for f in (data_file, junit):
+        f.unlink(missing_ok=True)
+    env = env_for_tests(tree, WORK / "warm-cache")
+    env.update(PYTHONPATH=os.pathsep.join([str(tree / "lib"), str(HERE), str(SITE)]),
+               MUTATE_COVERAGE_FILE=str(data_file), MUTATE_COVERAGE_INCLUDE=str(tree / m.lib_path))
+    cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "coverage_contexts",
+           f"--junitxml={junit}", "-o", "addopts=-ra --import-mode=importlib", *m.tests]
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the tests of {m.path} fail on the unmutated tree:\n"
+                           f"{proc.stdout[-4000:]}{proc.stderr[-2000:]}")
+    durations: dict[str, float] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        node = _node_id(case.get("classname", ""), case.get("name", ""), m.tests)
+        if node:
+            durations[node] = float(case.get("time", "0"))
+    sys.path.insert(0, str(SITE))
+    from coverage import CoverageData  # noqa: PLC0415 from build/mutate-site, put on sys.path just above
+
+    data = CoverageData(basename=str(data_file))
+    data.read()
+    contexts: dict[int, set[str]] = defaultdict(set)
+    for fname in data.measured_files():
+        for line, ctxs in data.contexts_by_lineno(fname).items():
+            contexts[line].update(ctxs)
+    return durations, contexts, proc.stdout
+
+
+def _node_id(classname: str, name: str, tests: list[str]) -> str:
+    """pytest's node id from a junit testcase (classname "tests.analysis.test_hdr" or "...test_hdr.TestX")."""
+    parts = classname.split(".")
+    for i in range(len(parts), 0, -1):
+        path = "/".join(parts[:i]) + ".py"
+        if (REPO / path).is_file():
+            return "::".join([path, *parts[i:], name])
+    return ""
+
+
+def statement_spans(source: str) -> tuple[dict[int, tuple[int, int]], set[int]]:
+    """For each line inside a function body (not a numba kernel): the span of its innermost statement; and the
+    lines of numba kernels (functions decorated with njit)."""
+    tree = ast.parse(source)
+    spans: dict[int, tuple[int, int]] = {}
+    kernel_lines: set[int] = set()
+
+    def visit_body(stmts: list[ast.stmt]) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit_function(st)
+                continue
+            if isinstance(st, ast.ClassDef):
+                visit_class(st)
+                continue
+            for line in range(st.lineno, (st.end_lineno or st.lineno) + 1):
+                spans[line] = (st.lineno, st.end_lineno or st.lineno)
+            for child in ("body", "orelse", "finalbody", "handlers"):
+                sub = getattr(st, child, None)
+                if sub:
+                    visit_body([s for s in sub if isinstance(s, ast.stmt)] if child != "handlers" else
+                               [s for h in sub for s in h.body])
+            for case in getattr(st, "cases", []) or []:
+                visit_body(case.body)
+
+    def visit_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if any("njit" in ast.unparse(d) for d in fn.decorator_list):
+            kernel_lines.update(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
+            for d in fn.decorator_list:
+                kernel_lines.update(range(d.lineno, (d.end_lineno or d.lineno) + 1))
+            return
+        visit_body(fn.body)
+        # the signature (defaults, annotations) and decorators: import time, the whole list
+        first_body = fn.body[0].lineno
+        for line in range(min([fn.lineno, *(d.lineno for d in fn.decorator_list)]), first_body):
+            spans.pop(line, None)
+
+    def visit_class(cls: ast.ClassDef) -> None:
+        for st in cls.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit_function(st)
+            elif isinstance(st, ast.ClassDef):
+                visit_class(st)
+
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            visit_function(st)
+        elif isinstance(st, ast.ClassDef):
+            visit_class(st)
+    return spans, kernel_lines
+
+
+def selection(source: str, contexts: dict[int, set[str]], known: set[str]) -> dict[str, list[str]]:
+    """line -> the tests to run for a mutant there (lines not listed run the module's whole list)."""
+    spans, kernel_lines = statement_spans(source)
+    out: dict[str, list[str]] = {}
+    for line, (a, b) in spans.items():
+        if line in kernel_lines:
+            continue
+        tests: set[str] = set()
+        for ln in range(a, b + 1):
+            tests.update(c.split("|")[0] for c in contexts.get(ln, ()) if c)
+        tests &= known
+        if tests:
+            out[str(line)] = sorted(tests)
+    return out
+
+
+# -- running mutmut --------------------------------------------------------------------------------------------------
+
+def run_module(m: Module, worker: int, fresh: bool) -> str:
+    """Run mutmut over one module in tree-<worker>; returns a line saying what happened."""
+    tree = tree_dir(worker)
+    out = WORK / "modules"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / f"{m.slug}.log.jsonl"
+    if fresh:
+        _forget(tree, m)
+        log.unlink(missing_ok=True)
+    (out / f"{m.slug}.tree").write_text(tree.name)  # where the module's latest results are
+    t0 = time.monotonic()
+    _drop_pyc(tree, m)
+    try:
+        durations, contexts, _ = coverage_pass(tree, m, out)
+    except RuntimeError as exc:
+        (out / f"{m.slug}.baseline-failed.txt").write_text(str(exc))
+        return f"{m.path}: BASELINE FAILS (see {out / (m.slug + '.baseline-failed.txt')})"
+    (out / f"{m.slug}.baseline-failed.txt").unlink(missing_ok=True)
+    source = (tree / m.lib_path).read_text()
+    known = set(durations)
+    sel = selection(source, contexts, known)
+    longest = max(durations.values(), default=1.0)
+    run_cfg = {
+        "module": m.path, "tree": str(tree), "python": str(PYTHON), "log": str(log),
+        "warm_cache": str(WORK / "warm-cache"), "stale_stems": kernel_stems_reaching(m.lib_path),
+        "shared": os.environ.get("BENCHBOOK_SHARED", str(REPO.parent / "shared")),
+        "test_timeout_s": int(max(60, 4 * longest)), "run_timeout_s": int(max(300, 3 * sum(durations.values()))),
+    }
+    server = start_server(tree, WORK / f"server-{worker}.sock")
+    if server is not None:
+        run_cfg["server"] = str(WORK / f"server-{worker}.sock")
+    cfg_path = out / f"{m.slug}.run.json"
+    cfg_path.write_text(json.dumps(run_cfg, indent=1))
+    runner = [str(PYTHON), str(tree / "tests" / "mutations" / "run_tests.py")]
+    sel_path = out / f"{m.slug}.selection.json"
+    sel_path.write_text(json.dumps({"runner": runner, "all": m.tests, "lines": sel}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "PYTHON"))}
+    env.update(PYTHONPATH=str(SITE), MUTATE_RUN_CONFIG=str(cfg_path), MUTATE_SELECTION=str(sel_path))
+    cmd = [str(PYTHON), "-m", "mutmut", "run", "--paths-to-mutate", m.lib_path, "--tests-dir", "tests",
+           "--runner", shlex.join([*runner, "--", *m.tests]), "--rerun-all", "--simple-output", "--no-progress"]
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+            Path(run_cfg["server"]).unlink(missing_ok=True)
+        _drop_pyc(tree, m)  # a mutant's bytecode may pass the timestamp check against the restored source
+    (out / f"{m.slug}.mutmut.txt").write_text(proc.stdout[-20000:] + proc.stderr[-5000:])
+    n = len(read_mutants(tree, m))
+    return f"{m.path}: {n} mutants in {time.monotonic() - t0:.0f} s (selection for {len(sel)} lines)"
+
+
+def start_server(tree: Path, sock: Path) -> subprocess.Popen | None:
+    """The fork server (forkserver.py) for the tree's pytest runs; None (pytest as new processes) if it fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "NUMBA_", "PYTHON"))}
+    env.update(PYTHONPATH=str(tree / "lib"), PYTHONDONTWRITEBYTECODE="1", BENCHBOOK_KERNELS="jit",
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.Popen([str(PYTHON), str(HERE / "forkserver.py"), str(sock)], cwd=tree, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if line.strip() != "ready":
+        proc.kill()
+        print(f"fork server did not start ({proc.stderr.read()[-1000:] if proc.stderr else ''}); pytest runs as "
+              f"new processes", file=sys.stderr)
+        return None
+    return proc
+
+
+def _drop_pyc(tree: Path, m: Module) -> None:
+    src = tree / m.lib_path
+    for pyc in (src.parent / "__pycache__").glob(f"{src.stem}.*.pyc"):
+        pyc.unlink(missing_ok=True)
+
+
+def _forget(tree: Path, m: Module) -> None:
+    """Drop the module's mutants from mutmut's cache in the tree (a fresh measurement)."""
+    db = tree / ".mutmut-cache"
+    if not db.is_file():
+        return
+    con = sqlite3.connect(db)
+    with con:
+        ids = [r[0] for r in con.execute("SELECT id FROM SourceFile WHERE filename = ?", (m.lib_path,))]
+        for sid in ids:
+            con.execute("DELETE FROM Mutant WHERE line IN (SELECT id FROM Line WHERE sourcefile = ?)", (sid,))
+            con.execute("DELETE FROM Line WHERE sourcefile = ?", (sid,))
+            con.execute("DELETE FROM SourceFile WHERE id = ?", (sid,))
+    con.close()
+
+
+# -- results -----------------------------------------------------------------------------------------------------------
+
+def read_mutants(tree: Path, m: Module) -> list[Mutant]:
+    """The module's mutants from mutmut's cache, with their mutated line and run_tests.py's last log entry."""
+    db = tree / ".mutmut-cache"
+    if not db.is_file():
+        return []
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT Line.line_number, Mutant.\"index\", Mutant.status FROM Mutant JOIN Line ON Mutant.line = Line.id "
+        "JOIN SourceFile ON Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? "
+        "ORDER BY Line.line_number, Mutant.\"index\"", (m.lib_path,)).fetchall()
+    con.close()
+    source = (tree / m.lib_path).read_text()
+    lines = source.splitlines()
+    log: dict[str, dict] = {}
+    logf = WORK / "modules" / f"{m.slug}.log.jsonl"
+    if logf.is_file():
+        for raw in logf.read_text().splitlines():
+            rec = json.loads(raw)
+            log[rec["mutant"]] = rec
+    out = []
+    for line_number, index, status in rows:
+        original = lines[line_number] if line_number < len(lines) else ""
+        mutated = _mutated_line(source, lines, line_number, index)
+        out.append(Mutant(line_number + 1, index, status, original, mutated, log.get(f"{line_number + 1}:{index}", {})))
+    return out
+
+
+def _mutated_line(source: str, lines: list[str], line_number: int, index: int) -> str:
+    sys.path.insert(0, str(SITE))
+    from mutmut import Context, RelativeMutationID, mutate  # noqa: PLC0415 from build/mutate-site, put on sys.path just above
+
+    ctx = Context(source=source, mutation_id=RelativeMutationID(lines[line_number], index, line_number))
+    new, n = mutate(ctx)
+    if n != 1:
+        return "?"
+    new_lines = new.splitlines()
+    if line_number < len(new_lines):
+        # a mutation may delete the line (e.g. a statement replaced by None keeps it; a removed decorator drops it)
+        return new_lines[line_number] if len(new_lines) == len(lines) else "(line removed)"
+    return "(line removed)"
+
+
+MESSAGE_REASON = ("message text: the mutant only wraps words of an error or warning message in XX; the tests check "
+                  "what the message names (file, position, limit, what was expected), which it still names")
+
+
+NJIT_REASON = ("numba options cache= and nogil=: whether the compiled kernel is kept on disk and whether it "
+               "releases the GIL change neither its results nor its errors")
+
+
+def message_lines(source: str) -> set[int]:
+    """Lines of raise statements and of calls building an exception or warning (warnings.warn, SomethingError(...),
+    SomethingWarning(...), the readers' _truncated): where a string is message text."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        target = None
+        if isinstance(node, ast.Raise):
+            target = node
+        elif isinstance(node, ast.Call):
+            name = ast.unparse(node.func).rsplit(".", 1)[-1]
+            if name in ("warn", "_truncated") or name.endswith(("Error", "Exception", "Warning")):
+                target = node
+        if target is not None:
+            lines.update(range(target.lineno, (target.end_lineno or target.lineno) + 1))
+    return lines
+
+
+def classify(mutants: list[Mutant], m: Module, equivalents: list[dict], source: str) -> None:
+    """Mark surviving mutants that are equivalent (a killed mutant is not: a test told it apart)."""
+    messages = message_lines(source)
+    for mu in mutants:
+        if mu.status != "bad_survived":
+            continue
+        if (mu.line_number in messages and mu.mutated != mu.original
+                and mu.mutated.replace("XX", "") == mu.original.replace("XX", "")):
+            mu.equivalent = MESSAGE_REASON
+            continue
+        if (mu.original.strip().startswith("@njit(") and mu.mutated != mu.original
+                and mu.mutated.replace("=False", "=True") == mu.original):
+            mu.equivalent = NJIT_REASON
+            continue
+        for e in equivalents:
+            if e["module"] != m.path or e["original"].strip() != mu.original.strip():
+                continue
+            if e.get("line") and int(e["line"]) != mu.line_number:
+                continue
+            if e["mutant"] == "*" or e["mutant"].strip() == mu.mutated.strip():
+                mu.equivalent = e["reason"]
+                break
+
+
+@dataclass
+class Row:
+    module: str
+    mutants: int = 0
+    killed: int = 0
+    survived: int = 0
+    timeout: int = 0
+    equivalent: int = 0
+    untested: int = 0
+
+    @property
+    def score(self) -> float | None:
+        denom = self.mutants - self.equivalent
+        return self.killed / denom if denom > 0 and not self.untested else None
+
+
+def tally(m: Module, mutants: list[Mutant]) -> Row:
+    row = Row(m.path, mutants=len(mutants))
+    for mu in mutants:
+        if mu.status not in DONE:
+            row.untested += 1
+        elif mu.status in ("ok_killed", "ok_suspicious", "bad_timeout"):
+            row.killed += 1
+            if mu.status == "bad_timeout" or mu.outcome.get("outcome") == "timeout":
+                row.timeout += 1
+        elif mu.equivalent:
+            row.equivalent += 1
+        else:
+            row.survived += 1
+    return row
+
+
+def find_tree(m: Module) -> Path | None:
+    marker = WORK / "modules" / f"{m.slug}.tree"
+    if marker.is_file():
+        return WORK / marker.read_text().strip()
+    for tree in sorted(WORK.glob("tree-*")):
+        db = tree / ".mutmut-cache"
+        if db.is_file():
+            con = sqlite3.connect(db)
+            hit = con.execute("SELECT 1 FROM SourceFile WHERE filename = ?", (m.lib_path,)).fetchone()
+            con.close()
+            if hit:
+                return tree
+    return None
+
+
+def report(modules: list[Module], survivors_of: list[str] | None = None) -> tuple[str, list[Row]]:
+    equivalents = load_equivalents()
+    rows, lines, surv_lines, equiv_lines = [], [], [], []
+    for m in modules:
+        tree = find_tree(m)
+        if tree is None:
+            rows.append(Row(m.path))
+            continue
+        mutants = read_mutants(tree, m)
+        classify(mutants, m, equivalents, (tree / m.lib_path).read_text())
+        rows.append(tally(m, mutants))
+        for mu in mutants:
+            if mu.status == "bad_survived" and not mu.equivalent:
+                surv_lines.append(f"{m.path}:{mu.line_number}  {mu.original.strip()}  ->  {mu.mutated.strip()}")
+            elif mu.equivalent:
+                equiv_lines.append(f"{m.path}:{mu.line_number}  {mu.original.strip()}  ->  {mu.mutated.strip()}"
+                                   f"  ({mu.equivalent})")
+    lines.append("| module | round | mutants | killed | survived | timeout | equivalent | score |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    by_path = {m.path: m for m in modules}
+    for r in rows:
+        score = "not run" if r.mutants == 0 else (f"{100 * r.score:.1f} %" if r.score is not None
+                                                  else f"{r.untested} untested")
+        lines.append(f"| `{r.module}` | {by_path[r.module].round} | {r.mutants} | {r.killed} | {r.survived} | "
+                     f"{r.timeout} | {r.equivalent} | {score} |")
+    text = "\n".join(lines)
+    if survivors_of is not None:
+        text += "\n\nsurvivors:\n" + "\n".join(s for s in surv_lines if not survivors_of
+                                               or s.split(":")[0] in survivors_of)
+    text += f"\n\n{len(surv_lines)} survivors, {len(equiv_lines)} equivalent"
+    (WORK / "survivors.txt").write_text("\n".join(surv_lines) + "\n")
+    (WORK / "equivalent.txt").write_text("\n".join(equiv_lines) + "\n")
+    return text, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", help="module paths under lib/benchbook (default: every listed module)")
+    ap.add_argument("--round", type=int, help="only the modules of this round")
+    ap.add_argument("--jobs", type=int, default=1, help="modules measured at once, each in its own tree copy")
+    ap.add_argument("--first-tree", type=int, default=0,
+                    help="number of the first tree copy to use (another run may use the others meanwhile)")
+    ap.add_argument("--fresh", action="store_true", help="forget earlier results of the modules run")
+    ap.add_argument("--report", action="store_true", help="only print the table of the results there are")
+    ap.add_argument("--survivors", action="store_true", help="list the survivors (of the modules given)")
+    ap.add_argument("--list", action="store_true", help="list the modules and their tests")
+    args = ap.parse_args(argv)
+    modules = load_modules()
+    unknown = set(args.modules) - {m.path for m in modules}
+    if unknown:
+        ap.error(f"not in {MODULES_FILE.name}: {', '.join(sorted(unknown))}")
+    chosen = [m for m in modules if (not args.modules or m.path in args.modules)
+              and (args.round is None or m.round == args.round)]
+    if args.list:
+        for m in chosen:
+            print(f"{m.path} (round {m.round}): {' '.join(m.tests)}")
+        return 0
+    if not args.report and not args.survivors:
+        if not (SITE / "mutmut").is_dir():
+            print(f"mutmut is not installed in {SITE}: `make mutate-score` installs it", file=sys.stderr)
+            return 2
+        WORK.mkdir(parents=True, exist_ok=True)
+        jobs = max(1, args.jobs)
+        trees = [args.first_tree + w for w in range(jobs)]
+        for w in trees:
+            sync_tree(tree_dir(w))
+        t0 = time.monotonic()
+        if jobs == 1:
+            for m in chosen:
+                print(run_module(m, trees[0], args.fresh), flush=True)
+        else:
+            free: Queue[int] = Queue()
+            for w in trees:
+                free.put(w)
+
+            def one(m: Module) -> str:
+                w = free.get()
+                try:
+                    return run_module(m, w, args.fresh)
+                finally:
+                    free.put(w)
+
+            with ThreadPoolExecutor(jobs) as pool:
+                for line in pool.map(one, chosen):
+                    print(line, flush=True)
+        print(f"mutation runs took {(time.monotonic() - t0) / 60:.1f} min", flush=True)
+    text, rows = report(modules if not args.modules else chosen,
+                        survivors_of=args.modules if args.survivors else None)
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+    (WORK / "report.md").write_text(f"mutation score, {stamp}\n\n{text}\n")
+    print(text)
+    return 0 if all(r.score is not None and r.score >= 0.85 for r in rows if r.mutants) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
