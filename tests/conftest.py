@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,11 @@ ALL_FIGURE_FORMATS = {FORMATS_ENV: ",".join(DEFAULT_FORMATS)}
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(FORMATS_ENV, "html")  # subprocesses and notebook kernels inherit it
+    # A suite started in the background by a non-interactive shell (`make test &`, `nohup ... &`) inherits SIGINT
+    # ignored, and so would every process the tests start: the tests that deliver Ctrl-C to a measurement and
+    # assert its clean-up need the disposition a terminal gives (a fresh-clone run in the background failed five).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.getvalue("dist") == "loadgroup" and not os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ[GROUPS_DIR_ENV] = tempfile.mkdtemp(prefix="bb-xdist-groups-")  # the workers inherit it
 

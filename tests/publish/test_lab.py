@@ -39,8 +39,11 @@ def test_make_lab_serves_opens_a_paper_notebook_and_starts_its_kernel(browser):
     checkpoints = (REPO_ROOT / "notebooks" / NOTEBOOK).parent / ".ipynb_checkpoints"
     had_checkpoints = checkpoints.exists()
     port = _free_port()
+    # as a user types it: not inside make test's jobserver (a make under `make -j` prints a jobserver warning first)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_PORT={port}", "LAB_ARGS=--no-browser"], cwd=REPO_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=env)
     try:
         line = proc.stdout.readline()
         m = re.search(r"(http://127\.0\.0\.1:(\d+)/lab/tree/)\?token=([0-9a-f]+)", line)

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from benchbook.capture import CaptureFormatError, open_capture
+from benchbook.testbed import lxc_dut
 from benchbook.testbed.capabilities import probe_cgroup_v2_cpuset
 from benchbook.testbed.cleanup import sweep_containers, sweep_leftovers
 from benchbook.testbed.isolation import NotRunnable, isolation
 from benchbook.testbed.local import LocalBackend
-from benchbook.testbed.lxc_dut import LxcTestpmdDut, testpmd_lxc_dut
+from benchbook.testbed.lxc_dut import LxcTestpmdDut
 from benchbook.testbed.rootfs import ensure_rootfs
 from benchbook.testbed.rootfs_recipes import TESTPMD_ROOTFS
 from benchbook.tools.lxc import ContainerConfig, LxcError, PhysNic, parse_lxc_info
@@ -148,7 +149,7 @@ def _ids_so_far(path: Path) -> list[int]:
 def _forward_through(tb, tmp: Path | None = None, **kw):
     """Start the DuT, send N_FRAMES from the LoadGen, capture behind the DuT; return (dut, ids)."""
     pcap = (tmp or Path("/tmp")) / f"{tb.token}-ts.pcap"
-    with testpmd_lxc_dut(tb, cpu=1, **kw) as dut:
+    with lxc_dut.testpmd_lxc_dut(tb, cpu=1, **kw) as dut:
         assert dut.pid is not None and Path(f"/proc/{dut.pid}").exists()
         desc = dut.description
         assert desc["cpus_allowed"] == "1", desc
@@ -218,7 +219,7 @@ def test_failed_start_cleans_up(lxc_ready):
     with LocalBackend().topology() as tb:
         token = tb.token
         with pytest.raises(LxcError, match="did not start forwarding|not running") as err:
-            with testpmd_lxc_dut(tb, cpu=1, mem_mb=1, ready_timeout_s=15):
+            with lxc_dut.testpmd_lxc_dut(tb, cpu=1, mem_mb=1, ready_timeout_s=15):
                 pass
         assert "EAL" in str(err.value) or "testpmd" in str(err.value)
         links = tb.run("dut", ["ip", "-o", "link"]).stdout
