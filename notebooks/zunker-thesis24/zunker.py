@@ -67,9 +67,10 @@ def dry_run(arms: list[str], links: dict[str, LinkSpec], duration_s: int, rate_p
 
 
 def _probe_beside(duration_s: int, rate_pps: float, size_bytes: int) -> During:
-    """The probe runs from ``LEAD_S`` before the TCP flow (counted from the time the sender's packet 0 was due)
-    to a second after it (run's probe.txt); when it started and when the TCP flow started go into the run's
-    metrics."""
+    """The probe runs from ``LEAD_S`` before the TCP flow is due (counted from the time the sender's packet 0 was
+    due) to a second after it should end (run's probe.txt); when it started and when the TCP flow was due go into
+    the run's metrics (``probe_start_ns``, ``tcp_planned_start_ns``; :func:`_probe_statistics` adds when the TCP
+    client was launched, ``tcp_start_ns``: on a loaded host the iperf3 server and client start late)."""
 
     @contextmanager
     def during(db: Dumbbell, ctx: RunContext) -> Iterator[None]:
@@ -79,7 +80,7 @@ def _probe_beside(duration_s: int, rate_pps: float, size_bytes: int) -> During:
         sender, start_ns = udp_probe.start_sender(db.tb.host("s1"), send)
         ctx.metrics["probe_start_ns"] = start_ns
         time.sleep(max(0.0, (start_ns + LEAD_S * 1e9 - time.monotonic_ns()) / 1e9))
-        ctx.metrics["tcp_start_ns"] = time.monotonic_ns()
+        ctx.metrics["tcp_planned_start_ns"] = time.monotonic_ns()
         ctx.metrics["sent"] = int(rate_pps * (LEAD_S + duration_s + 1))
         yield
         sender.wait(timeout_s=LEAD_S + duration_s + 30)
@@ -90,6 +91,14 @@ def _probe_beside(duration_s: int, rate_pps: float, size_bytes: int) -> During:
 
 def _probe_statistics(duration_s: int, bound_ms: float | None) -> Callable[[FlowsRun], list[Statistic]]:
     def measures(run: FlowsRun) -> list[Statistic]:
+        # The window is placed after the TCP client's launch, not after the planned start: the iperf3 server and
+        # client start up to seconds late on a loaded host, and a window before the flow ran finds an empty queue.
+        launched_s = run.flows[0].launched_at_s
+        if launched_s is None:
+            raise ValueError(f"{run.directory}: the TCP flow has no launch time; expected one from run_flows")
+        run.ctx.metrics["tcp_start_ns"] = run.ctx.metrics["started_monotonic_ns"] + round(launched_s * 1e9)
+        run.ctx.metrics["tcp_start_late_s"] = round(
+            (run.ctx.metrics["tcp_start_ns"] - run.ctx.metrics["tcp_planned_start_ns"]) / 1e9, 6)
         info = {"dir": ".", **run.ctx.metrics}
         st = under_load(probe_latencies(run.directory, info), info, duration_s, bound_ms or float("inf"))
         window = f"probes sent while the TCP flow ran, its first second left out ({st['expected']} expected)"
@@ -156,12 +165,14 @@ def probe_latencies(output_dir: Path | str, arm_info: dict[str, Any]) -> dict[st
 
 
 def under_load(p: dict[str, np.ndarray], arm_info: dict[str, Any], duration_s: int, bound_ms: float) -> dict[str, Any]:
-    """Over the probes sent while the TCP flow ran (t in [1 s, duration]: its first second is slow start):
-    share received within ``bound_ms`` (lost probes count as late), p50, p99 and the lost count; and the
-    probe's median latency alone (before the TCP flow) with the number of probes behind it."""
+    """Over the probes sent while the TCP flow ran (t in [1 s, duration] after its client was launched, its first
+    second being slow start; probes are due every 1/rate from ``probe_start_ns``, the window is cut at the last
+    probe sent): share received within ``bound_ms`` (lost probes count as late), p50, p99 and the lost count; and
+    the probe's median latency alone (before the TCP flow) with the number of probes behind it."""
     rate = arm_info["sent"] / (LEAD_S + duration_s + 1)
-    first = int(np.ceil((LEAD_S + 1.0) * rate))
-    last = int(np.floor((LEAD_S + duration_s) * rate))
+    offset_s = (arm_info["tcp_start_ns"] - arm_info["probe_start_ns"]) / 1e9
+    first = int(np.ceil((offset_s + 1.0) * rate))
+    last = min(int(np.floor((offset_s + duration_s) * rate)), int(arm_info["sent"]))
     sel = (p["seq"] >= first) & (p["seq"] < last)
     lat = np.sort(p["latency_ms"][sel])
     expected = max(last - first, 0)

@@ -18,7 +18,7 @@ from benchbook.experiment.repetitions import RunContext, Statistic, run_repetiti
 from benchbook.reproduce.registry import load_entry
 from benchbook.reproduce.verdict import Verdict
 from benchbook.testbed.cleanup import leftovers
-from benchbook.testbed.dumbbell import Dumbbell, FlowSpec
+from benchbook.testbed.dumbbell import Dumbbell, FlowResult, FlowSpec
 from conftest import reproduce_cli, require_program, require_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,13 +35,31 @@ def test_share_within_bound_counts_lost_probes_as_late_and_skips_slow_start(tmp_
     rows = np.c_[np.arange(50), sent, sent + latency_ns][keep]
     (tmp_path / "raw").mkdir()
     np.savetxt(tmp_path / "raw" / "probe.txt", rows, fmt="%d")
-    info = {"dir": "raw", "tcp_start_ns": tcp_start, "sent": 50}
+    info = {"dir": "raw", "tcp_start_ns": tcp_start, "probe_start_ns": tcp_start - 1_000_000_000, "sent": 50}
     p = zunker.probe_latencies(tmp_path, info)
     assert p["t_s"][0] == -1.0 and p["latency_ms"][0] == 80.0
     st = zunker.under_load(p, info, duration_s=3, bound_ms=56)
     assert (st["expected"], st["received"], st["lost"]) == (20, 19, 1)
     assert st["share_within_bound"] == 14 / 20        # seq 20, 24, 28, 32, 36 late; 25 lost
     assert st["alone_p50_ms"] == 5.0
+
+
+def test_the_window_follows_a_late_tcp_launch_and_stops_at_the_last_probe(tmp_path: Path) -> None:
+    """On a loaded host the TCP client was launched 1.5 s after it was due (the CI failure of 7f1b78d: a FIFO
+    run's window fell before the flow had filled the queue, share 1.0). The window starts a second after the
+    launch and ends at the last probe sent: seq 35-49 at 10 packets/s; the probes before the launch are alone."""
+    probe_start = 10_000_000_000
+    tcp_start = probe_start + 2_500_000_000
+    seq = np.arange(50)
+    sent = probe_start + seq * 100_000_000
+    latency_ns = np.where(sent >= tcp_start + 1_000_000_000, 80_000_000, 5_000_000)   # queue full after 1 s
+    (tmp_path / "raw").mkdir()
+    np.savetxt(tmp_path / "raw" / "probe.txt", np.c_[seq, sent, sent + latency_ns], fmt="%d")
+    info = {"dir": "raw", "tcp_start_ns": tcp_start, "probe_start_ns": probe_start, "sent": 50}
+    st = zunker.under_load(zunker.probe_latencies(tmp_path, info), info, duration_s=3, bound_ms=56)
+    assert (st["expected"], st["received"], st["lost"]) == (15, 15, 0)
+    assert st["share_within_bound"] == 0.0 and st["p50_ms"] == 80.0
+    assert st["alone_received"] == 25 and st["alone_p50_ms"] == 5.0
 
 
 # per arm the probe's one-way latency in ms: alone (the lead second), under load (known truth of the test)
@@ -60,8 +78,11 @@ def _probe_run(ctx: RunContext) -> list[Statistic]:
     keep = (seq % 10 != 5) if ctx.arm == "fifo" else np.ones(50, bool)
     rows = np.c_[seq, sent, sent + (lat_ms * 1e6).astype(np.int64)][keep]
     np.savetxt(ctx.directory / "probe.txt", rows, fmt="%d")
-    ctx.metrics.update(tcp_start_ns=tcp_start, sent=50)
-    run = FlowsRun(ctx=ctx, arm=None, flows=[], qdisc=[], emulation={}, ss={})  # type: ignore[arg-type]
+    # the run's clock starts 0.3 s before the planned TCP start; the client is launched 0.3 s after its zero
+    ctx.metrics.update(probe_start_ns=tcp_start - 1_000_000_000, tcp_planned_start_ns=tcp_start,
+                       started_monotonic_ns=tcp_start - 300_000_000, sent=50)
+    flow = FlowResult(1, "cubic", "cubic", 0.0, None, launched_at_s=0.3)  # type: ignore[arg-type]
+    run = FlowsRun(ctx=ctx, arm=None, flows=[flow], qdisc=[], emulation={}, ss={})  # type: ignore[arg-type]
     return zunker._probe_statistics(3, 56.0)(run)
 
 
@@ -113,13 +134,14 @@ def test_isolated_arm_gives_the_probe_port_a_class_and_fifo_of_its_own() -> None
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_path: Path) -> None:
-    """Two runs per arm of 2 s of TCP: too few for an interval, so the principal claims are inconclusive and say
-    how many runs would decide; every run's values are in verdict.json; the probe waits behind the TCP queue only
-    without isolation."""
+    """Two runs per arm of 3 s of TCP (the entry's run length: 2 s runs leave one second under load, and a FIFO run
+    of the CI at 7f1b78d had no standing queue in it, share 1.0): too few for an interval, so the principal claims
+    are inconclusive and say how many runs would decide; every run's values are in verdict.json; the probe waits
+    behind the TCP queue only without isolation."""
     require_root()
     require_program("iperf3")
 
-    r = reproduce_cli(tmp_path, "zunker-thesis24-fig6-5", "-p", "duration_s=2", "-p", "repetitions=2",
+    r = reproduce_cli(tmp_path, "zunker-thesis24-fig6-5", "-p", "duration_s=3", "-p", "repetitions=2",
                       timeout_s=300)
     assert r.returncode == EXIT_INCONCLUSIVE, r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "zunker-thesis24-fig6-5").iterdir())
@@ -132,7 +154,10 @@ def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_p
         assert len(row["values"]) == 2 and row["margin"]["sources"] == ["print precision", "emulation allowance"]
     fifo = rows["Without the traffic shaper: share of probes within 56 ms"]["values"]
     isolated = rows["With the traffic shaper: share of probes within 56 ms"]["values"]
-    assert min(isolated) > 0.9 > 0.5 > max(fifo), (fifo, isolated)   # a 1000-packet FIFO at 100 Mbit/s holds ~120 ms
+    late = {f"{arm}/rep{k}": json.loads((run / "raw" / arm / f"rep{k}" / "repetition.json").read_text())
+            ["metrics"].get("tcp_start_late_s") for arm in ("fifo", "isolated") for k in (1, 2)}
+    # a 1000-packet FIFO at 100 Mbit/s holds ~120 ms
+    assert min(isolated) > 0.9 > 0.5 > max(fifo), (fifo, isolated, "TCP client launched late by [s]:", late)
     claims = {c["id"]: c for c in verdict["claims"]}
     for cid in ("shaper-keeps-bound", "fifo-buffers-critical-flow"):
         c = claims[cid]
@@ -156,4 +181,5 @@ def test_short_run_probe_waits_behind_the_tcp_queue_only_without_isolation(tmp_p
             assert stats["probe_p99_ms"]["value"] is None      # 100 probes under load cannot resolve a p99
             assert (run / "raw" / arm / f"rep{rep}" / "probe.txt").stat().st_size > 0
             tokens.add(record["metrics"]["token"])
+            assert record["metrics"]["tcp_start_late_s"] >= 0   # the window starts from the client's launch
     assert len(tokens) == 4 and None not in tokens and leftovers(tokens) == leftovers(set())

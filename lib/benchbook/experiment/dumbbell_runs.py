@@ -14,7 +14,8 @@ one JSON object a line; the iperf3 control connection among them). The run's rec
 - metrics: "token" (the testbed run token), "emulation" (``Dumbbell.record()``: topology, link, congestion
   control settings, delay mode and delay-line calibration, schedule as applied), "flows" (per flow: CCA asked and
   reported, throughput, mean RTT, retransmits, launch and exit times), "qdisc" (bottleneck statistics after the
-  run), "started_unix_s", "files";
+  run), "started_unix_s", "started_monotonic_ns" (the run's clock's zero on the host's monotonic clock: a flow
+  launched at ``launched_at_s`` was launched at ``started_monotonic_ns + launched_at_s * 1e9``), "files";
 - statistics: per flow i ``flow<i>.receiver_bps``, ``flow<i>.mean_rtt_ms``, ``flow<i>.retransmits``, and
   ``bottleneck.drops`` (definitions in :func:`flow_statistics`), then whatever ``measures`` returns.
 
@@ -173,7 +174,8 @@ def flows_run(during: During | None = None, measures: Measures | None = None) ->
             files.append(ss_file(i))
         ctx.metrics.update({"token": (res["record"].get("topology") or {}).get("token"),
                             "emulation": res["record"], "flows": [f.as_dict() for f in res["flows"]],
-                            "qdisc": res["qdisc"], "started_unix_s": res["started_unix_s"], "files": files})
+                            "qdisc": res["qdisc"], "started_unix_s": res["started_unix_s"],
+                            "started_monotonic_ns": res["started_monotonic_ns"], "files": files})
         done = FlowsRun(ctx, arm, res["flows"], res["qdisc"], res["record"], res["ss"])
         return [*flow_statistics(res["flows"], res["qdisc"]), *(measures(done) if measures is not None else ())]
 

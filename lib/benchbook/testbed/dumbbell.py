@@ -403,7 +403,8 @@ class Dumbbell:
         try:
             clients, launched = [], []
             t0 = time.time()
-            t0_mono = time.monotonic()
+            t0_ns = time.monotonic_ns()
+            t0_mono = t0_ns / 1e9
             if self.schedule is not None:
                 scheduler = threading.Thread(target=self._apply_schedule, args=(t0_mono, stop_schedule),
                                              daemon=True)
@@ -432,6 +433,7 @@ class Dumbbell:
         for i, dl in self.delay_lines.items():
             self.delay_line_record[i]["after_run"] = dl.stats()
         return {"flows": results, "qdisc": [q.as_dict() for q in stats], "started_unix_s": t0,
+                "started_monotonic_ns": t0_ns,
                 "record": self.record(), "ss": ss_samples}
 
     def record(self) -> dict[str, Any]:
