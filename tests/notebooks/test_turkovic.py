@@ -224,7 +224,8 @@ def test_fig6_1b_short_run_compares_the_runnable_cells_and_names_what_is_not_der
     require_root()
     require_program("iperf3")
 
-    r = reproduce_cli(tmp_path, "turkovic-diss-fig6-1b", "-p", "duration_s=3", "-p", "rtt_deltas_ms=100")
+    r = reproduce_cli(tmp_path, "turkovic-diss-fig6-1b", "-p", "duration_s=3", "-p", "rtt_deltas_ms=100",
+                      "-p", "repetitions=1")
     assert r.returncode in (EXIT_INCONCLUSIVE, EXIT_MISMATCH), r.stdout[-3000:] + r.stderr[-3000:]
     (run,) = sorted((tmp_path / "turkovic-diss-fig6-1b").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
