@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from benchbook.experiment.repetitions import (
+    LOCK_FILE,
     RECORD_FILE,
     SUMMARY_FILE,
     TABLE_FILE,
@@ -32,6 +33,7 @@ from benchbook.experiment.repetitions import (
     run_repetitions,
 )
 from benchbook.filelock import FileLock, LockBusy
+from benchbook.provenance.checksums import hash_tree
 from benchbook.testbed.capabilities import NotRunnable
 
 ARMS = {"a": {"rate_pps": 10}, "b": {"rate_pps": 20}, "c": {"rate_pps": 30}}
@@ -335,3 +337,14 @@ def test_records_hold_numbers_as_json_numbers(tmp_path: Path) -> None:
     assert stat == {"name": "achieved_pps", "value": 3.0, "n": 100, "unit": "pkt/s",
                     "definition": "packets received / seconds of the run"}
     assert isinstance(json.loads((tmp_path / "raw/a/rep1" / RECORD_FILE).read_text())["statistics"][0]["n"], int)
+
+
+def test_the_runners_lock_file_is_not_an_output_of_the_run(tmp_path: Path) -> None:
+    """The runner's lock stays behind as an empty hidden file; a run record's outputs (and the site, which offers
+    them) list the data, not the lock; hidden temporary files likewise."""
+    run_repetitions(tmp_path, ARMS, 1, Recorder(), seed=1, progress=None)
+    assert (tmp_path / LOCK_FILE).is_file()
+    (tmp_path / ".repetitions.json.tmp").write_text("half")
+    listed = {e["path"] for e in hash_tree(tmp_path)}
+    assert LOCK_FILE not in listed and ".repetitions.json.tmp" not in listed
+    assert {SUMMARY_FILE, TABLE_FILE} <= listed and "raw/a/rep1/raw.txt" in listed

@@ -32,8 +32,9 @@ def file_entry(path: Path, relative_to: Path | None = None, role: str | None = N
 
 
 def iter_files(root: Path, skip: Iterable[str] = ()) -> list[Path]:
-    """Every regular file under ``root`` (sorted), skipping names in ``skip`` at the top level and
-    hidden temporary files (``.*.tmp``) that an atomic writer may leave for an instant."""
+    """Every regular file under ``root`` (sorted), skipping names in ``skip`` at the top level, hidden
+    temporary files (``.*.tmp``) that an atomic writer may leave for an instant and hidden lock files
+    (``.*.lock``, e.g. the repetition runner's ``.repetitions.lock``: empty, only ever held, never an output)."""
     root = Path(root)
     skip = set(skip)
     found: list[Path] = []
@@ -43,7 +44,7 @@ def iter_files(root: Path, skip: Iterable[str] = ()) -> list[Path]:
         for name in sorted(filenames):
             if rel_dir == Path(".") and name in skip:
                 continue
-            if name.startswith(".") and name.endswith(".tmp"):
+            if name.startswith(".") and name.endswith((".tmp", ".lock")):
                 continue
             p = Path(dirpath) / name
             if p.is_file() and not p.is_symlink():
