@@ -96,7 +96,7 @@ test:
 	@$(MAKE) --no-print-directory -j4 test-run dut-rootfs
 
 test-run: lint kernels deps java-oracle tcp-corpus native
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --junitxml=build/test-results.xml tests
 
 # The LXC and KVM DuTs' root file systems (benchbook.testbed.rootfs_recipes; cached, a no-op once built): as root
 # with debootstrap, after deps, by the system Python (it needs nothing of the venv). A failure here does not fail
