@@ -52,7 +52,7 @@ def test_two_arms_twice_through_fresh_dumbbells_in_the_seeded_order(tmp_path) ->
 
     link = LinkSpec(rate_bps=20_000_000, buffer_packets=50)
     arms = {"cubic": FlowsArm(link, (FlowSpec("cubic"),), duration_s=1, interval_s=0.5, ss_interval_s=0.1),
-            "reno": FlowsArm(link, (FlowSpec("reno"), FlowSpec("reno")), duration_s=1, interval_s=0.5)}
+            "reno": FlowsArm(link, (FlowSpec("reno"), FlowSpec("reno", 5.0)), duration_s=1, interval_s=0.5)}
     res = run_repetitions(tmp_path, arms, 2, flows_run(measures=_samples), seed=2024, progress=None)
     rng = np.random.default_rng(2024)
     order = [(list(arms)[i], rnd) for rnd in (1, 2) for i in rng.permutation(2)]
@@ -80,6 +80,16 @@ def test_two_arms_twice_through_fresh_dumbbells_in_the_seeded_order(tmp_path) ->
             assert len(samples) == stats["ss.samples"]["value"] > 3 and any("cwnd" in s for s in samples)
         else:
             assert "flow2.receiver_bps" in stats and not (d / "ss-flow1.jsonl").exists()
+            delay = rec["metrics"]["emulation"]["delay"]
+            if delay["mode"] == "delay-line":     # the arm's line is calibrated in its first run only
+                line = delay["delay_lines"]["2"]
+                assert line["after_run"]["a_to_b"]["delay_ns"] == 5_000_000
+                calibrations = [c for c in (d / "commands.jsonl").read_text().splitlines() if "calibration" in c]
+                if rec["repetition"] == 1:
+                    assert line["calibration_udp_1gbps_1s"]["received_bps"] > 0 and len(calibrations) == 1
+                else:
+                    assert line["calibration_udp_1gbps_1s"] is None and line["calibration_lateness"] is None
+                    assert "raw/reno/rep1" in line["calibration_note"] and calibrations == []
     table = pd.read_parquet(tmp_path / TABLE_FILE)
     tput = table[table["statistic"] == "flow1.receiver_bps"]
     assert sorted(zip(tput["arm"], tput["run"], strict=True)) == sorted(order) and tput["valid"].all()

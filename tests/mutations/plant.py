@@ -5,7 +5,9 @@ when the file moves; a mutation lists the text of each form the code has had). F
 .venv and .git) is copied to a temporary folder, the bug is planted there, and pytest runs the named tests
 against the copy with a short per-test timeout: a mutation is caught when at least one test fails, the
 timeout ends the run (a hang) or the interpreter dies (a crash: a kernel writing past an array). The same tests
-must pass on the unplanted tree first.
+must pass on the unplanted tree first (once per distinct list of tests). The planted run stops at its first
+failure (``-x``). Mutations run ``--jobs`` at a time (default: the online CPUs), each in its own copy; one whose
+tests change or measure host state (``alone``) runs after the others, by itself.
 
     .venv/bin/python tests/mutations/plant.py            # every mutation (make mutate)
     .venv/bin/python tests/mutations/plant.py --list
@@ -17,12 +19,14 @@ Exit status 0 when every mutation is caught, 1 when one survives or no longer ap
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +42,7 @@ class Mutation:
     edits: tuple[tuple[str, str], ...]  # (text, planted text): the first text found in lib/ is planted
     tests: tuple[str, ...]
     hint: str = ""  # a file name to prefer when the text occurs in several files
+    alone: bool = False  # its tests change or measure host state (root): run with no other mutation beside it
 
 
 MUTATIONS = (
@@ -465,6 +470,7 @@ MUTATIONS = (
           "            if k + 1 < len(steps) and False:"),),
         ("tests/testbed/test_link_schedule.py::"
          "test_steps_are_applied_one_process_each_and_skipped_rather_than_delayed",),
+        alone=True,
         hint="dumbbell.py",
     ),
 )
@@ -491,11 +497,12 @@ def copy_tree(dest: Path) -> None:
         "fuzz", "fuzz-site", "*.sock"))
 
 
-def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int, str, float]:
+def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int, first_failure: bool = False
+               ) -> tuple[int, str, float]:
     env = dict(os.environ, PYTHONPATH=str(root / "lib"), PYTHONDONTWRITEBYTECODE="1")
     env.setdefault("BENCHBOOK_SHARED", str(REPO.parent / "shared"))
     cmd = [str(REPO / ".venv" / "bin" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider",
-           f"--timeout={timeout_s}", "-o", "timeout_method=thread", *tests]
+           f"--timeout={timeout_s}", "-o", "timeout_method=thread", *(["-x"] if first_failure else []), *tests]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
@@ -514,12 +521,69 @@ def verdict_of(rc: int, out: str) -> tuple[bool, list[str]]:
     return rc != 0 and bool(failed), failed
 
 
+class Baselines:
+    """The unplanted tree's run of each distinct list of tests, made once (threads asking for the same list wait
+    for the first)."""
+
+    def __init__(self, timeout_s: int) -> None:
+        self.timeout_s = timeout_s
+        self.lock = threading.Lock()
+        self.runs: dict[tuple[str, ...], concurrent.futures.Future[tuple[int, str, float]]] = {}
+
+    def __call__(self, tests: tuple[str, ...]) -> tuple[int, str, float]:
+        with self.lock:
+            fut = self.runs.get(tests)
+            mine = fut is None
+            if mine:
+                fut = self.runs[tests] = concurrent.futures.Future()
+        assert fut is not None
+        if mine:
+            try:
+                fut.set_result(run_pytest(REPO, tests, self.timeout_s))
+            except BaseException as exc:
+                fut.set_exception(exc)
+        return fut.result()
+
+
+def plant_one(m: Mutation, baseline: Baselines, timeout_s: int, keep: bool) -> tuple[bool, str]:
+    """(caught, report lines) of one mutation: its baseline, its planted copy, the planted run."""
+    try:
+        target, old, new = find_target(m)
+    except LookupError as exc:
+        return False, f"NOT APPLIED  {exc}"
+    rel = target.relative_to(REPO)
+    rc, out, _ = baseline(m.tests)
+    if rc != 0:
+        return False, (f"BASELINE FAILS  {m.name}: {' '.join(m.tests)} fail on the unplanted tree; fix that first\n"
+                       + out[-3000:])
+    tmp = Path(tempfile.mkdtemp(prefix=f"bb-mutate-{m.name}-"))
+    try:
+        copy_tree(tmp / "tree")
+        planted = tmp / "tree" / rel
+        planted.write_text(planted.read_text().replace(old, new, 1))
+        rc, out, secs = run_pytest(tmp / "tree", m.tests, timeout_s, first_failure=True)
+        (tmp / "pytest.log").write_text(out)
+        caught, failed = verdict_of(rc, out)
+        lines = [f"{'CAUGHT  ' if caught else 'SURVIVED'} {m.name} in {rel} ({secs:.0f} s): {m.what}"]
+        lines += [f"           failed: {f}" for f in failed]
+        if not caught:
+            lines.append(out[-2000:])
+        if keep:
+            lines.append(f"           kept: {tmp}")
+        return caught, "\n".join(lines)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="mutations to plant (default: all)")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--timeout", type=int, default=120, help="per-test timeout in seconds on the planted copy")
     ap.add_argument("--keep", action="store_true", help="keep the planted copies and their pytest output")
+    ap.add_argument("--jobs", type=int, default=os.sysconf("SC_NPROCESSORS_ONLN"),
+                    help="mutations planted and run at once (default: the online CPUs)")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTATIONS if not args.names or m.name in args.names]
     unknown = set(args.names) - {m.name for m in MUTATIONS}
@@ -532,43 +596,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {old!r} -> {new!r}")
             print(f"    tests: {' '.join(m.tests)}")
         return 0
-    survived = 0
-    for m in chosen:
-        try:
-            target, old, new = find_target(m)
-        except LookupError as exc:
-            print(f"NOT APPLIED  {exc}")
-            survived += 1
-            continue
-        rel = target.relative_to(REPO)
-        rc, out, secs = run_pytest(REPO, m.tests, args.timeout)
-        if rc != 0:
-            print(f"BASELINE FAILS  {m.name}: {' '.join(m.tests)} fail on the unplanted tree; fix that first")
-            print(out[-3000:])
-            survived += 1
-            continue
-        tmp = Path(tempfile.mkdtemp(prefix=f"bb-mutate-{m.name}-"))
-        try:
-            copy_tree(tmp / "tree")
-            planted = tmp / "tree" / rel
-            planted.write_text(planted.read_text().replace(old, new, 1))
-            rc, out, secs = run_pytest(tmp / "tree", m.tests, args.timeout)
-            (tmp / "pytest.log").write_text(out)
-            caught, failed = verdict_of(rc, out)
-            status = "CAUGHT  " if caught else "SURVIVED"
-            print(f"{status} {m.name} in {rel} ({secs:.0f} s): {m.what}")
-            for f in failed:
-                print(f"           failed: {f}")
-            if not caught:
-                survived += 1
-                print(out[-2000:])
-        finally:
-            if args.keep:
-                print(f"           kept: {tmp}")
-            else:
-                shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(chosen) - survived} of {len(chosen)} planted bugs caught")
-    return 1 if survived else 0
+    baseline = Baselines(args.timeout)
+    t0 = time.monotonic()
+    caught = 0
+
+    def report(result: tuple[bool, str]) -> None:
+        nonlocal caught
+        caught += result[0]
+        print(result[1], flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = [pool.submit(plant_one, m, baseline, args.timeout, args.keep) for m in chosen if not m.alone]
+        for fut in concurrent.futures.as_completed(futures):
+            report(fut.result())
+    for m in (m for m in chosen if m.alone):
+        report(plant_one(m, baseline, args.timeout, args.keep))
+    print(f"{caught} of {len(chosen)} planted bugs caught ({len(baseline.runs)} baseline runs, {args.jobs} at a "
+          f"time, {time.monotonic() - t0:.0f} s)")
+    return 0 if caught == len(chosen) else 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ one JSON object a line; the iperf3 control connection among them). The run's rec
 
 - capabilities: what the dumbbell probed (also when it was not runnable);
 - metrics: "token" (the testbed run token), "emulation" (``Dumbbell.record()``: topology, link, congestion
-  control settings, delay mode and delay-line calibration, schedule as applied), "flows" (per flow: CCA asked and
+  control settings, delay mode and delay-line calibration (measured in each arm's first run only; the later runs'
+  records say so and keep their lines' own lateness), schedule as applied), "flows" (per flow: CCA asked and
   reported, throughput, mean RTT, retransmits, launch and exit times), "qdisc" (bottleneck statistics after the
   run), "started_unix_s", "started_monotonic_ns" (the run's clock's zero on the host's monotonic clock: a flow
   launched at ``launched_at_s`` was launched at ``started_monotonic_ns + launched_at_s * 1e9``), "files";
@@ -158,7 +159,12 @@ def flows_run(during: During | None = None, measures: Measures | None = None) ->
         arm = ctx.config
         if not isinstance(arm, FlowsArm):
             raise TypeError(f"arm {ctx.arm}: flows_run needs a FlowsArm configuration, got {type(arm).__name__}")
-        db = Dumbbell(arm.link, list(arm.flows), log=ctx.log, schedule=arm.schedule)
+        # an arm's delay lines are calibrated in its first run only: the same line on the same host, and 1.7 s
+        # per line and run was a sixth of make reproduce; every run still records its lines' own lateness
+        first = ctx.repetition == 1
+        db = Dumbbell(arm.link, list(arm.flows), log=ctx.log, schedule=arm.schedule, calibrate_delay_lines=first,
+                      calibration_note="" if first else f"calibrated in this arm's first run "
+                      f"(raw/{ctx.arm}/rep1, its record's emulation.delay.delay_lines); not measured again")
         try:
             with db, (during(db, ctx) if during is not None else contextlib.nullcontext()):
                 res = db.run_flows(arm.duration_s, arm.interval_s, start_gap_s=arm.start_gap_s,
