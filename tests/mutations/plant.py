@@ -463,6 +463,14 @@ MUTATIONS = (
         hint="registry.py",
     ),
     Mutation(
+        "perf-aggregation-change-not-a-boundary",
+        "a -x report's shape ignores what its records aggregate over: a --per-socket report followed by a "
+        "--per-thread one (no '# started on' between) is read as one report",
+        (("shape = (time_s is not None, _aggregation_kind(aggr), cpus is not None, f[3].strip().endswith(\"%\"))",
+          "shape = (time_s is not None, aggr is not None, False, f[3].strip().endswith(\"%\"))"),),
+        ("tests/tools/test_perf_reports.py::test_concatenated_reports_read_as_each_alone",),
+    ),
+    Mutation(
         "schedule-late-step-delayed-not-skipped",
         "a link-schedule step whose successor is already due is still run, late, so lateness piles up over the "
         "schedule (needs root: the test runs the dumbbell in namespaces)",

@@ -5,10 +5,11 @@ A file may hold several reports: runs appended with ``--append`` or ``2>>``, she
 for ...`` (human-readable), at the ``#  time  counts unit events`` header (``-I`` intervals) or at the
 first ``-x`` CSV record after something else; a ``# started on`` line (``-o``) belongs to the report
 after it. A human-readable report ends after its footer (``seconds time elapsed``, ``user``, ``sys``);
-CSV records start a new report when their separator or their columns change (-I time, aggregate, -r
-stddev), when an event (per CPU/core/socket and interval) comes again, or when interval times go back;
-two -x runs of different events appended without a line between them read as one report. Lines
-outside reports are not perf's and are left alone.
+CSV records start a new report when their separator or their columns change (-I time, what the aggregate
+column aggregates over: socket, die, core, CPU, node or thread, the CPU-count column, -r stddev), when an
+event (per CPU/core/socket and interval) comes again, or when interval times go back; two -x runs of
+different events appended without a line between them read as one report. Lines outside reports are not
+perf's and are left alone.
 
 Each report has its own number format. Human-readable: the decimal mark is the last ``.``/``,`` of a
 number perf always prints with decimals (the footer's seconds, ``msec`` values, the metric after
@@ -189,7 +190,9 @@ class _Segment:
     footer: bool = False                                # human: the elapsed line was seen
     keys: set[tuple[Any, ...]] = field(default_factory=set)
     last_time: float = -math.inf
-    shape: tuple[bool, bool, bool] | None = None        # csv: (-I time, aggregate, -r stddev column)
+    # csv: (-I time, aggregation kind ("S#", "S#-D#", "CPU#", "N#", "thread"... or None), CPU-count column,
+    # -r stddev column): a report keeps one shape, so a change of shape starts the next report
+    shape: tuple[bool, str | None, bool, bool] | None = None
 
 
 def _csv_fields(line: str, sep: str) -> tuple[list[str], str | None, float | None, int | None] | None:
@@ -209,6 +212,14 @@ def _csv_fields(line: str, sep: str) -> tuple[list[str], str | None, float | Non
             or not _EVENT_RE.match(f[2].strip()):
         return None
     return f, aggr, time_s, cpus
+
+
+def _aggregation_kind(aggr: str | None) -> str | None:
+    """What a -x record's first column aggregates over: "S#" (--per-socket), "S#-D#" (--per-die), "S#-D#-C#"
+    (--per-core), "CPU#" (-A), "N#" (--per-node), "thread" (--per-thread: comm-pid), None (system-wide)."""
+    if aggr is None:
+        return None
+    return re.sub(r"\d+", "#", aggr) if re.fullmatch(_AGGR, aggr) else "thread"
 
 
 def _csv_separator(line: str) -> str | None:
@@ -285,9 +296,9 @@ def _split(text: str) -> list[_Segment]:
             sep, rec = new_sep, _csv_fields(line, new_sep)
             cur = None
         assert rec is not None
-        f, aggr, time_s, _cpus = rec
+        f, aggr, time_s, cpus = rec
         key = (time_s, aggr, f[2].strip())
-        shape = (time_s is not None, aggr is not None, f[3].strip().endswith("%"))
+        shape = (time_s is not None, _aggregation_kind(aggr), cpus is not None, f[3].strip().endswith("%"))
         if cur is None or key in cur.keys or (time_s is not None and time_s < cur.last_time) or shape != cur.shape:
             open_("csv", lineno, sep)
         assert cur is not None
