@@ -92,11 +92,15 @@ lint: venv
 # docs/testing.md "Running in parallel"). The online CPUs, not nproc: nproc follows the affinity of the shell, which
 # a CPU isolation recipe running elsewhere on the machine (a cpuset holding every task) may have narrowed.
 TEST_WORKERS ?= $(shell getconf _NPROCESSORS_ONLN)
+# The property tests (hypothesis) draw the same examples on every run, so a result on one machine is the result
+# on another; `make test HYPOTHESIS_SEED=$$RANDOM` draws others (a failure prints its example and its seed).
+HYPOTHESIS_SEED ?= 20261126
 test:
 	@$(MAKE) --no-print-directory -j4 test-run dut-rootfs
 
 test-run: lint kernels deps java-oracle tcp-corpus native
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --junitxml=build/test-results.xml tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --hypothesis-seed=$(HYPOTHESIS_SEED) \
+	  --junitxml=build/test-results.xml tests
 
 # The LXC and KVM DuTs' root file systems (benchbook.testbed.rootfs_recipes; cached, a no-op once built): as root
 # with debootstrap, after deps, by the system Python (it needs nothing of the venv). A failure here does not fail
