@@ -173,7 +173,7 @@ fuzz: venv
 # Plant each known bug in a copy of the tree and check that a test fails (tests/mutations/plant.py).
 .PHONY: mutate
 mutate: venv native
-	$(BIN)/python tests/mutations/plant.py
+	HYPOTHESIS_SEED=$(HYPOTHESIS_SEED) $(BIN)/python tests/mutations/plant.py
 
 # Mutation score of the modules that decide results (tests/mutations/score.py, modules.toml): mutmut, pinned in
 # manifests/mutate-requirements.lock and installed into build/mutate-site only, plants each mutant in a copy of the

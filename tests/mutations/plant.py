@@ -509,8 +509,10 @@ def run_pytest(root: Path, tests: tuple[str, ...], timeout_s: int, first_failure
                ) -> tuple[int, str, float]:
     env = dict(os.environ, PYTHONPATH=str(root / "lib"), PYTHONDONTWRITEBYTECODE="1")
     env.setdefault("BENCHBOOK_SHARED", str(REPO.parent / "shared"))
+    # the property tests draw the examples make test draws (its HYPOTHESIS_SEED), on the baseline and planted alike
     cmd = [str(REPO / ".venv" / "bin" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider",
-           f"--timeout={timeout_s}", "-o", "timeout_method=thread", *(["-x"] if first_failure else []), *tests]
+           f"--timeout={timeout_s}", "-o", "timeout_method=thread", *(["-x"] if first_failure else []),
+           f"--hypothesis-seed={os.environ.get('HYPOTHESIS_SEED', '20261126')}", *tests]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
