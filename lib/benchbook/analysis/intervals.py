@@ -144,7 +144,8 @@ def rank_coverage(runs: int, q: float, j: int, k: int) -> float:
 def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDENCE) -> tuple[int, int, float] | None:
     """The 1-based ranks (j, k) of the shortest order-statistic interval [X(j), X(k)] for the q-quantile of
     ``runs`` values whose coverage reaches ``confidence``, and that coverage; None when even [X(1), X(runs)]
-    falls short. Among equally short intervals: the highest coverage, then the one nearest the centre."""
+    falls short. Among equally short intervals: the highest coverage (to 12 decimals), then the one nearest the centre
+    q (runs + 1), then the lower ranks."""
     _check_q(q)
     _check_level(confidence)
     if runs < 2:
@@ -159,7 +160,8 @@ def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDE
         cov = cdf[k] - cdf[j]  # P(j <= K <= k - 1) = P(K <= k - 1) - P(K <= j - 1)
         good = np.flatnonzero(cov >= confidence - _EPS)
         if good.size:
-            best = good[np.lexsort((np.abs((j[good] + k[good]) / 2 - centre), -cov[good]))[0]]
+            # coverages equal up to float rounding are a tie (symmetric pairs differ only in the last bits)
+            best = good[np.lexsort((j[good], np.abs((j[good] + k[good]) / 2 - centre), -np.round(cov[good], 12)))[0]]
             return int(j[best]), int(k[best]), float(cov[best])
     return None
 
