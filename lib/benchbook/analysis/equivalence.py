@@ -47,8 +47,6 @@ HOLDS = "holds"
 FAILS = "fails"
 
 ALPHA = 0.05
-TOST_LEVEL = 1 - 2 * ALPHA  # equivalence: the 90 % interval inside the margin (two one-sided tests at 5 %)
-DIFFERENT_LEVEL = 1 - ALPHA  # difference: the 95 % interval outside the margin
 POWER = 0.80             # runs_needed plans for this probability of a decisive verdict
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)  # se(median) ~ 1.2533 sigma / sqrt(r) for normal data
 
@@ -298,7 +296,7 @@ def compare_to_reference(values: Any, reference: float, margin: Margin, value_ra
                       p_different=p_diff, reference=reference, alpha=alpha)
 
 
-__all__ = ["ALPHA", "DIFFERENT", "DIFFERENT_LEVEL", "EQUIVALENT", "FAILS", "HOLDS", "INCONCLUSIVE",
-           "MEDIAN_SE_FACTOR", "NOT_RESOLVABLE", "POWER", "TOST_LEVEL", "VERDICTS", "Comparison", "Margin",
+__all__ = ["ALPHA", "DIFFERENT", "EQUIVALENT", "FAILS", "HOLDS", "INCONCLUSIVE",
+           "MEDIAN_SE_FACTOR", "NOT_RESOLVABLE", "POWER", "VERDICTS", "Comparison", "Margin",
            "compare_samples", "compare_to_reference", "directional_verdict", "interval_verdict", "levels",
            "not_resolvable", "parse_margin", "runs_needed", "spread_standard_error", "tost_verdict"]
