@@ -463,6 +463,21 @@ MUTATIONS = (
         hint="registry.py",
     ),
     Mutation(
+        "interval-tie-by-float-rounding",
+        "among equally short, equally covering rank pairs the order-statistic interval picks by the last bits of "
+        "the binomial sums: 39 runs at 30 % give [X(19), X(22)] where the documented rule gives [X(18), X(21)]",
+        (("best = good[np.lexsort((j[good], np.abs((j[good] + k[good]) / 2 - centre), -np.round(cov[good], 12)))[0]]",
+          "best = good[np.lexsort((np.abs((j[good] + k[good]) / 2 - centre), -cov[good]))[0]]"),),
+        ("tests/analysis/test_intervals_edges.py::test_shortest_ranks_are_the_documented_tie_break",),
+    ),
+    Mutation(
+        "tost-margin-touching-is-inside",
+        "equivalence declared when the 90 % interval reaches the margin (<= instead of <): an interval ending on "
+        "+delta counts as inside it",
+        (("    if low < ci90[0] and ci90[1] < high:", "    if low <= ci90[0] and ci90[1] <= high:"),),
+        ("tests/analysis/test_equivalence_edges.py::test_tost_exactly_on_the_margin",),
+    ),
+    Mutation(
         "perf-aggregation-change-not-a-boundary",
         "a -x report's shape ignores what its records aggregate over: a --per-socket report followed by a "
         "--per-thread one (no '# started on' between) is read as one report",
