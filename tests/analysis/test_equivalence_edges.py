@@ -21,6 +21,7 @@ from benchbook.analysis.equivalence import (
     INCONCLUSIVE,
     NOT_RESOLVABLE,
     VERDICTS,
+    Comparison,
     Margin,
     compare_samples,
     compare_to_reference,
@@ -54,6 +55,7 @@ def test_margin_at_its_bounds_and_as_recorded() -> None:
         m.delta = 0.5  # type: ignore[misc]  # a declared margin cannot change after the runs
     rel = Margin.relative(0.125)
     assert (rel.delta, rel.scale, rel.text, rel.source) == (pytest.approx(math.log(1.125)), "log-ratio", "12.5%", "")
+    assert Margin.absolute(0.25).source == ""
     ab = Margin.absolute(0.25, "thesis, Table 5")
     assert (ab.delta, ab.scale, ab.text, ab.source) == (0.25, "difference", "0.25", "thesis, Table 5")
 
@@ -137,6 +139,12 @@ def test_not_resolvable_and_the_recorded_dict() -> None:
         got.verdict = EQUIVALENT  # type: ignore[misc]  # a recorded verdict is not edited
 
 
+def test_a_comparison_leaves_what_it_was_not_given_as_none() -> None:
+    got = Comparison(EQUIVALENT, 0.0, (-0.01, 0.01), (-0.02, 0.02), Margin.absolute(0.05), 6, 6, "m")
+    assert (got.runs_needed, got.reason, got.seed, got.resamples, got.p_equivalent, got.p_different,
+            got.reference, got.alpha) == (None, None, None, None, None, None, None, 0.05)
+
+
 def _lognormal(seed: int, n: int, shift: float, sigma: float) -> np.ndarray:
     return np.exp(np.random.default_rng(seed).normal(shift, sigma, n))
 
@@ -170,8 +178,19 @@ def test_compare_samples_inconclusive_with_unequal_arms_plans_from_their_harmoni
     assert got.verdict == INCONCLUSIVE
     want = runs_needed(got.estimate, boot.standard_error, 2 / (1 / 6 + 1 / 18), m.delta)
     assert got.runs_needed == want and want > 18
+    d = m.delta
+    assert got.p_different == 2 * min(boot.share_below(d), boot.share_above(-d)) and 0.05 < got.p_different < 1
+    assert got.p_equivalent == max(boot.share_below(-d), boot.share_above(d)) > 0.05
     assert got.reason == (f"the 90 % interval reaches past the margin ±5% and the 95 % interval overlaps it; about "
                           f"{want} runs per arm would likely decide (bootstrap standard error, normal approximation)")
+
+
+def test_compare_samples_with_delta_exactly_on_the_margin_says_more_runs_will_not_decide() -> None:
+    a = np.array([-0.4, -0.2, -0.1, 0.0, 0.0, 0.1, 0.25, 0.5])   # median 0
+    b = a[::-1] + 1.0                                              # median 1: Delta = 1 = delta exactly
+    got = compare_samples(a, b, Margin.absolute(1.0), resamples=2000)
+    assert got.estimate == 1.0 and got.verdict == INCONCLUSIVE and got.runs_needed is None
+    assert got.reason.endswith("interval overlaps it; Delta lies on the margin: more runs are unlikely to decide")
 
 
 def test_compare_samples_with_too_few_runs_plans_from_the_spread() -> None:
@@ -209,22 +228,27 @@ def _sign(count: int, n: int) -> float:
 
 
 def test_compare_to_reference_sign_test_counts_values_on_the_thresholds_as_outside() -> None:
-    """Reference 10, margin 1 on the difference scale: the thresholds are exactly 9 and 11. A run exactly on a
+    """Reference 10, margin 2 on the difference scale: the thresholds are exactly 8 and 12. A run exactly on a
     threshold is not inside the margin (strict inequalities), so it does not count for equivalence."""
-    m = Margin.absolute(1.0)
-    x = np.array([9.0, 9.5, 9.8, 10.0, 10.1, 10.2, 10.4, 11.0])
+    m = Margin.absolute(2.0)
+    x = np.array([8.0, 9.5, 9.8, 10.0, 10.1, 10.2, 10.4, 12.0])
     got = compare_to_reference(x, 10.0, m)
-    # runs above 9: 7 of 8; below 11: 7 of 8
+    # runs above 8: 7 of 8; below 12: 7 of 8
     assert got.p_equivalent == pytest.approx(_sign(7, 8)) and _sign(7, 8) == pytest.approx(9 / 256)
-    # runs above 11: 0, below 9: 0 -> one-sided p 1 each, capped at 1
+    # runs above 12: 0, below 8: 0 -> one-sided p 1 each, capped at 1
     assert got.p_different == 1.0
     assert got.method == "order-statistic intervals of the median over runs against the reference median - 10"
-    high = compare_to_reference(x + 2.0, 10.0, m)  # 11 .. 13: above 11: 6 of 8 (11.0 + 2 = 13 too)
-    assert high.p_different == pytest.approx(min(1.0, 2 * _sign(int(np.sum(x + 2.0 > 11.0)), 8)))
-    assert int(np.sum(x + 2.0 > 11.0)) == 7 and high.p_different == pytest.approx(2 * _sign(7, 8))
-    low = compare_to_reference(x - 2.0, 10.0, m)  # 7 .. 9: below 9: 7 of 8 (9.0 itself is not below)
-    assert low.p_different == pytest.approx(2 * _sign(7, 8))
-    assert low.p_equivalent == pytest.approx(1.0)  # no run above 9
+    # only the upper threshold touched: runs above 8: 8 of 8 (p 1/256), below 12: 7 of 8 (p 9/256)
+    upper = compare_to_reference(np.array([8.5, 9.5, 9.8, 10.0, 10.1, 10.2, 10.4, 12.0]), 10.0, m)
+    assert upper.p_equivalent == pytest.approx(9 / 256)
+    lower = compare_to_reference(np.array([8.0, 9.5, 9.8, 10.0, 10.1, 10.2, 10.4, 11.5]), 10.0, m)
+    assert lower.p_equivalent == pytest.approx(9 / 256)
+    high = compare_to_reference(x + 4.0, 10.0, m)  # 12 .. 16: above 12: 7 of 8 (12.0 itself is not above)
+    assert high.p_different == pytest.approx(2 * _sign(7, 8)) and high.p_equivalent == pytest.approx(1.0)
+    low = compare_to_reference(x - 4.0, 10.0, m)  # 4 .. 8: below 8: 7 of 8 (8.0 itself is not below)
+    assert low.p_different == pytest.approx(2 * _sign(7, 8)) and low.p_equivalent == pytest.approx(1.0)
+    inside = compare_to_reference(np.array([9.5, 9.8, 10.0, 10.1, 10.2, 10.4, 9.9, 10.3]), 10.0, m)
+    assert inside.verdict == EQUIVALENT and inside.runs_needed is None and inside.reason is None
 
 
 def test_compare_to_reference_on_a_log_ratio_names_its_method_and_accepts_small_references() -> None:
@@ -251,6 +275,11 @@ def test_compare_to_reference_inconclusive_plans_from_the_95_interval_width() ->
     on = compare_to_reference(x + 1.0 - float(np.median(x)) + 10.0, 10.0, m)
     assert on.estimate == 1.0 and on.verdict == INCONCLUSIVE and on.runs_needed is None
     assert on.reason == "the intervals overlap the margin ±1; Delta lies on the margin"
+
+
+def test_compare_to_reference_with_few_runs_on_the_margin_plans_the_minimum() -> None:
+    got = compare_to_reference([10.5, 11.0, 11.5], 10.0, Margin.absolute(1.0))
+    assert got.estimate == 1.0 and got.verdict == INCONCLUSIVE and got.runs_needed == MIN_RUNS
 
 
 def test_compare_to_reference_where_only_the_narrower_interval_exists() -> None:
