@@ -48,7 +48,8 @@ def _cdf_table(r: int, q: float) -> list[float]:
 
 def shortest_reference(r: int, q: float, level: float) -> tuple[int, int] | None:
     """The documented rule, pair by pair: the narrowest ranks whose coverage reaches the level; among those the
-    highest coverage, then the midpoint nearest q (r + 1), then the lower ranks."""
+    highest coverage, then the lower ranks (asv's next criterion, the midpoint nearest q (r + 1), is kept here to
+    show that it never decides)."""
     cum = _cdf_table(r, q)
     for width in range(1, r):
         cands = [(j, j + width, cum[j + width] - cum[j]) for j in range(1, r - width + 1)]
@@ -179,6 +180,13 @@ def le_boudec_reference(r: int, q: float, level: float) -> tuple[int, int]:
     return j, k
 
 
+def test_equal_tails_default_to_the_median_at_95_and_never_return_an_empty_interval() -> None:
+    assert iv.equal_tailed_ranks(7) == iv.equal_tailed_ranks(7, 0.5, 0.95) == (1, 7, pytest.approx(126 / 128))
+    # at a level of almost 0 with 3 runs both tails allow rank 2: j = k = 2 would be an interval of no width
+    assert iv.equal_tailed_ranks(3, 0.5, 1e-13) is None
+    assert iv.equal_tailed_ranks(3, 0.5, 0.2) == (1, 3, pytest.approx(0.75))
+
+
 def test_le_boudec_ranks_start_above_the_exact_limit() -> None:
     """Up to EXACT_RANKS_LIMIT (1000) runs the exact shortest ranks, above it Le Boudec's (they differ at 1001:
     [X(469), X(533)] against the exact [X(470), X(532)])."""
@@ -186,7 +194,10 @@ def test_le_boudec_ranks_start_above_the_exact_limit() -> None:
     assert order_statistic_ranks(1000)[:2] == shortest_reference(1000, 0.5, CONFIDENCE)
     assert order_statistic_ranks(1001)[:2] == le_boudec_reference(1001, 0.5, CONFIDENCE) == (469, 533)
     assert shortest_reference(1001, 0.5, CONFIDENCE) == (470, 532)
-    for r, q, level in [(1001, 0.99, 0.95), (1500, 0.9, 0.99), (4000, 0.999, 0.95), (2000, 0.01, 0.9)]:
+    # widening on one side when the other is already at X(1) or X(r): (1001, 0.001, 0.6) ends at [X(1), X(4)],
+    # (1001, 0.999, 0.6) at [X(998), X(1001)]
+    for r, q, level in [(1001, 0.99, 0.95), (1500, 0.9, 0.99), (4000, 0.999, 0.95), (2000, 0.01, 0.9),
+                        (1001, 0.001, 0.6), (1001, 0.999, 0.6), (1001, 0.003, 0.95), (1001, 0.005, 0.99)]:
         j, k, cov = order_statistic_ranks(r, q, level)
         assert (j, k) == le_boudec_reference(r, q, level), (r, q, level)
         assert cov == pytest.approx(rank_coverage(r, q, j, k)) and cov >= level

@@ -144,8 +144,9 @@ def rank_coverage(runs: int, q: float, j: int, k: int) -> float:
 def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDENCE) -> tuple[int, int, float] | None:
     """The 1-based ranks (j, k) of the shortest order-statistic interval [X(j), X(k)] for the q-quantile of
     ``runs`` values whose coverage reaches ``confidence``, and that coverage; None when even [X(1), X(runs)]
-    falls short. Among equally short intervals: the highest coverage (to 12 decimals), then the one nearest the centre
-    q (runs + 1), then the lower ranks."""
+    falls short. Among equally short intervals: the highest coverage, then the lower ranks. (asv's rule takes the
+    most central next; pairs of equal coverage are mirror images about the median, equally central, and for any
+    other quantile two pairs of one width do not sum to the same coverage, so centrality never decides.)"""
     _check_q(q)
     _check_level(confidence)
     if runs < 2:
@@ -153,15 +154,15 @@ def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDE
     if runs > EXACT_RANKS_LIMIT:
         return _le_boudec_ranks(runs, q, confidence)
     cdf = np.concatenate([[0.0], stats.binom.cdf(np.arange(0, runs + 1), runs, q)])  # cdf[i] = P(K <= i - 1)
-    centre = q * (runs + 1)
     for width in range(1, runs):
         j = np.arange(1, runs - width + 1)
         k = j + width
         cov = cdf[k] - cdf[j]  # P(j <= K <= k - 1) = P(K <= k - 1) - P(K <= j - 1)
         good = np.flatnonzero(cov >= confidence - _EPS)
         if good.size:
-            # coverages equal up to float rounding are a tie (symmetric pairs differ only in the last bits)
-            best = good[np.lexsort((j[good], np.abs((j[good] + k[good]) / 2 - centre), -np.round(cov[good], 12)))[0]]
+            # the highest coverage; coverages within _EPS of it are a tie (mirror-image pairs of the median differ
+            # only in the last bits), which the lowest ranks win (j ascends along good)
+            best = good[cov[good] >= cov[good].max() - _EPS][0]
             return int(j[best]), int(k[best]), float(cov[best])
     return None
 
