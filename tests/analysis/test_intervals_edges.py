@@ -144,7 +144,7 @@ def test_two_runs_are_the_fewest_with_an_interval() -> None:
     assert order_statistic_ranks(2, 0.5, 0.51) is None and order_statistic_ranks(1, 0.5, 0.1) is None
     assert iv.equal_tailed_ranks(1, 0.5, 0.1) is None
     assert runs_needed_for_quantile(0.5, 0.5) == 2 and runs_needed_for_quantile(0.5, 0.75) == 3
-    assert runs_needed_for_quantile(0.9, 0.95) == 29 and MIN_RUNS == 6
+    assert runs_needed_for_quantile(0.9, 0.95) == 29 and MIN_RUNS == 6 == runs_needed_for_quantile()
     got = quantile_interval([3.0, 1.0], 0.5, 0.5)
     assert (got.low, got.high, got.estimate, got.coverage) == (1.0, 3.0, 2.0, 0.5)
 
