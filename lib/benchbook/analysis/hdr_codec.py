@@ -66,9 +66,9 @@ class DecodedHistogram:
     normalizing_index_offset: int
     counts: np.ndarray  # int64, exactly layout.counts_len long
     word_size: int
-    first_index: int = -1  # first non-zero slot (-1: empty)
-    last_index: int = -1  # last non-zero slot
-    total_count: int = 0
+    first_index: int  # first non-zero slot (-1: empty)
+    last_index: int  # last non-zero slot (-1: empty)
+    total_count: int
 
 
 def _cookie_base(cookie: int) -> int:

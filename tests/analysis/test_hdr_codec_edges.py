@@ -1,0 +1,76 @@
+"""Edges of the HdrHistogram payload codec (issue 23): an empty histogram's payload as the hdrh package writes it,
+the encoder's limit at 0 and inside a zero run, the word size a V1 cookie carries (Java ignores its lowest bit),
+and what a decoded V2 payload reports. Each case is one a mutation of analysis/hdr_codec.py survived."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram as HdrhHistogram
+
+from benchbook.analysis import hdr_codec
+from benchbook.analysis.hdr_layout import layout_for
+
+LAYOUT = (1, 3_600_000_000_000, 3)
+
+
+def _hdrh_payload(h: HdrhHistogram) -> bytes:
+    return zlib.decompress(base64.b64decode(h.encode())[8:])
+
+
+def test_an_empty_histogram_encodes_no_counts_as_hdrh_does() -> None:
+    layout = layout_for(*LAYOUT)
+    ours = hdr_codec.encode_payload_v2(layout, np.zeros(layout.counts_len, np.int64))
+    theirs = _hdrh_payload(HdrhHistogram(*LAYOUT))
+    assert struct.unpack_from(">i", ours, 4)[0] == 0 == struct.unpack_from(">i", theirs, 4)[0]
+    assert len(ours) == len(theirs) == 40
+    d = hdr_codec.decode_payload(ours)
+    assert (d.first_index, d.last_index, d.total_count, int(d.counts.sum())) == (-1, -1, 0, 0)
+    assert hdr_codec.zigzag_encode_counts(np.zeros(5, np.int64), -1) == b""
+
+
+def test_the_encoder_limit_cuts_zero_runs_where_it_says() -> None:
+    counts = np.array([1, 0, 0, 0, 5], np.int64)
+    assert hdr_codec.zigzag_encode_counts(counts, 0) == b""        # nothing, not "up to the last non-zero"
+    assert hdr_codec.zigzag_encode_counts(counts, 1) == bytes([2])  # zigzag(1) = 2
+    # counts[:3] = [1, 0, 0]: a run of two zeros is one -2 (zigzag 3), not the run of three the array holds
+    assert hdr_codec.zigzag_encode_counts(counts, 3) == bytes([2, 3])
+    assert hdr_codec.zigzag_encode_counts(counts, 4) == bytes([2, 5])
+    assert hdr_codec.zigzag_encode_counts(counts) == bytes([2, 5, 10]) == hdr_codec.zigzag_encode_counts(counts, -1)
+    one_zero = np.array([0, 7], np.int64)  # a single zero slot is a count of 0, not a run
+    assert hdr_codec.zigzag_encode_counts(one_zero) == bytes([0, 14])
+
+
+def _v1_payload(cookie: int, counts: list[int], word: int) -> bytes:
+    fmt = {2: ">h", 4: ">i", 8: ">q"}[word]
+    body = b"".join(struct.pack(fmt, c) for c in counts)
+    return struct.pack(">iiiiqqd", cookie - 2**32 if cookie >= 2**31 else cookie, len(body), 0, 3, 1,
+                       3_600_000_000_000, 1.0) + body
+
+
+def test_v1_word_size_from_the_cookie_ignores_its_lowest_bit() -> None:
+    """The word size sits in bits 4..7 of a V0/V1 cookie and Java masks its lowest bit: nibble 9 means 8 bytes,
+    nibble 5 means 4, nibble 3 means 2."""
+    for nibble, word in ((8, 8), (9, 8), (4, 4), (5, 4), (2, 2), (3, 2)):
+        cookie = hdr_codec.V1_ENCODING_COOKIE | (nibble << 4)
+        d = hdr_codec.decode_payload(_v1_payload(cookie, [0, 3, 0, 4], word))
+        assert (d.version, d.word_size, d.total_count, d.first_index, d.last_index) == (1, word, 7, 1, 3), nibble
+    for nibble in (0, 1, 6, 10):
+        cookie = hdr_codec.V1_ENCODING_COOKIE | (nibble << 4)
+        with pytest.raises(hdr_codec.HdrFormatError, match=f"has invalid word size {nibble & 0xE}$"):
+            hdr_codec.decode_payload(_v1_payload(cookie, [0, 3], 8))
+
+
+def test_a_v2_payload_reports_the_leb128_word_size_whatever_its_cookie_nibble() -> None:
+    layout = layout_for(*LAYOUT)
+    counts = np.zeros(layout.counts_len, np.int64)
+    counts[[3, 40]] = [2, 9]
+    payload = hdr_codec.encode_payload_v2(layout, counts)
+    assert struct.unpack_from(">I", payload)[0] == hdr_codec.V2_ENCODING_COOKIE | 0x10  # as Java writes it
+    d = hdr_codec.decode_payload(payload)
+    assert d.version == 2 and d.word_size == hdr_codec.V2_WORD_SIZE == 9  # a LEB128 count takes up to 9 bytes
+    assert (d.first_index, d.last_index, d.total_count) == (3, 40, 11)
