@@ -197,7 +197,8 @@ def test_le_boudec_ranks_start_above_the_exact_limit() -> None:
     # widening on one side when the other is already at X(1) or X(r): (1001, 0.001, 0.6) ends at [X(1), X(4)],
     # (1001, 0.999, 0.6) at [X(998), X(1001)]
     for r, q, level in [(1001, 0.99, 0.95), (1500, 0.9, 0.99), (4000, 0.999, 0.95), (2000, 0.01, 0.9),
-                        (1001, 0.001, 0.6), (1001, 0.999, 0.6), (1001, 0.003, 0.95), (1001, 0.005, 0.99)]:
+                        (1001, 0.001, 0.6), (1001, 0.999, 0.6), (1001, 0.003, 0.95), (1001, 0.005, 0.99),
+                        (1001, 0.002, 0.5)]:  # starts at X(1): r q - z sqrt(r q (1-q)) < 1
         j, k, cov = order_statistic_ranks(r, q, level)
         assert (j, k) == le_boudec_reference(r, q, level), (r, q, level)
         assert cov == pytest.approx(rank_coverage(r, q, j, k)) and cov >= level
