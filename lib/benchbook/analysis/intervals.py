@@ -146,7 +146,8 @@ def order_statistic_ranks(runs: int, q: float = 0.5, confidence: float = CONFIDE
     ``runs`` values whose coverage reaches ``confidence``, and that coverage; None when even [X(1), X(runs)]
     falls short. Among equally short intervals: the highest coverage, then the lower ranks. (asv's rule takes the
     most central next; pairs of equal coverage are mirror images about the median, equally central, and for any
-    other quantile two pairs of one width do not sum to the same coverage, so centrality never decides.)"""
+    other quantile two pairs of one width sum to the same coverage only by coincidence, so centrality does not
+    decide.)"""
     _check_q(q)
     _check_level(confidence)
     if runs < 2:
