@@ -150,3 +150,36 @@ def test_worst_n_ties_zero_and_bad_columns():
         WorstN(2, ("a",)).update(lat, t, a=t[:1])
     with pytest.raises(ValueError, match=r"latency_ns \(6\) and t_ns \(5\) differ in length"):
         WorstN(2).update(lat, t[:5])
+
+
+def test_every_input_array_is_named_in_its_error():
+    with pytest.raises(ValueError, match=r"^t_pre_ns must be a 1-D array, got shape \(1, 2\)$"):
+        rfc3550_jitter(np.array([[1, 2]]), np.array([1, 2]))
+    with pytest.raises(TypeError, match=r"^t_post_ns must hold integers \(nanoseconds\), got dtype float64$"):
+        rfc3550_jitter(np.array([1, 2]), np.array([1.0, 2.0]))
+    w = WorstN(3)
+    with pytest.raises(TypeError, match=r"^latency_ns must hold integers"):
+        w.update(np.array([1.5]), np.array([1]))
+    with pytest.raises(ValueError, match=r"^t_ns must be a 1-D array"):
+        w.update(np.array([1]), np.array([[1]]))
+    # an empty float array is no data, not a wrong type
+    assert rfc3550_jitter(np.array([], np.float64), np.array([], np.float64)).tolist() == []
+
+
+def test_worst_n_keeps_5000_by_default_as_the_pos_evaluator():
+    assert WorstN().n == 5000
+    lat = np.arange(6000, dtype=np.int64)
+    got = worst_n(lat, lat)
+    assert len(got) == 5000 and got["latency_ns"].iloc[0] == 5999 and got["latency_ns"].iloc[-1] == 1000
+
+
+def test_interval_recorder_defaults_and_a_one_nanosecond_interval():
+    rec = IntervalRecorder()
+    rec.record(np.array([5 * S]), np.array([7]))
+    (iv,) = rec.intervals()
+    h = iv.histogram
+    assert (h.lowest_discernible_value, h.highest_trackable_value, h.significant_figures) == (1, 3_600_000_000_000, 3)
+    assert iv.length_s == 1.0 and rec.origin_ns == 5 * S
+    ns = IntervalRecorder(interval_ns=1, origin_ns=0)
+    ns.record(np.array([0, 2, 2]), np.array([10, 20, 30]))
+    assert [(i.start_s, i.histogram.total_count) for i in ns.intervals()] == [(0.0, 1), (1e-9, 0), (2e-9, 2)]
