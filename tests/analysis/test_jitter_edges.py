@@ -183,3 +183,23 @@ def test_interval_recorder_defaults_and_a_one_nanosecond_interval():
     ns = IntervalRecorder(interval_ns=1, origin_ns=0)
     ns.record(np.array([0, 2, 2]), np.array([10, 20, 30]))
     assert [(i.start_s, i.histogram.total_count) for i in ns.intervals()] == [(0.0, 1), (1e-9, 0), (2e-9, 2)]
+
+
+def test_pop_completed_counts_from_the_origin_in_intervals_of_any_length():
+    rec = IntervalRecorder(interval_ns=2 * S, origin_ns=1000 * S)
+    rec.record(np.array([1000 * S, 1003 * S, 1007 * S]), np.array([1, 2, 3]))
+    # intervals [1000, 1002), [1002, 1004), [1004, 1006), [1006, 1008) s: the first two end by 1004 s
+    assert counts(rec.pop_completed(1004 * S)) == [(0.0, 1), (2.0, 1)]
+    assert counts(rec.pop_completed(1008 * S - 1)) == []
+    assert counts(rec.pop_completed(1008 * S)) == [(4.0, 0), (6.0, 1)]
+    # integer arithmetic to the last nanosecond: 2^60 ns after the origin, the interval ending one
+    # nanosecond later is not complete (a float division would round 2^60 - 1 up and pop it)
+    far = IntervalRecorder(interval_ns=1, origin_ns=0)
+    far.record(np.array([0, 2**60 - 1]), np.array([1, 2]))
+    assert [i.histogram.total_count for i in far.pop_completed(2**60 - 1, include_empty=False)] == [1]
+
+
+def test_interval_summary_reports_the_median_99th_and_99_9th_by_default():
+    ivs = interval_histograms(np.array([0, S // 2]), np.array([1000, 3000]), origin_ns=0)
+    assert list(interval_summary(ivs).columns) == ["start_s", "length_s", "count", "min", "max", "mean", "p50",
+                                                   "p99", "p99.9"]

@@ -159,3 +159,18 @@ def test_outputs_share_the_cache_with_inputs(run):
     raw.write_bytes(b"rewritten after the outputs were checked\n")
     os.utime(raw, ns=(mtime, mtime))
     assert [c.status for c in verify_inputs(run, cache)][-1] == "verified"
+
+
+def test_a_missing_output_does_not_stop_the_check_of_the_next(run):
+    """Both outputs gone: the error names both, in the record's order, not only the first one missing."""
+    for e in run.record["outputs"]:
+        (run.run_dir / e["path"]).unlink()
+    with pytest.raises(PublishError) as err:
+        verify_outputs(run, HashCache())
+    assert str(err.value) == "refusing to publish a run whose files changed: " + "; ".join(
+        f"{run.run_dir / e['path']}: recorded as an output of run r1 but missing" for e in run.record["outputs"])
+
+
+def test_a_verified_file_carries_no_detail(run):
+    assert {c.detail for c in verify_outputs(run, HashCache())} == {""}
+    assert {c.detail for c in verify_inputs(run, HashCache())} == {""}
