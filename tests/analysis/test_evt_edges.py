@@ -202,3 +202,27 @@ def test_delta_interval_defaults_to_95_percent():
     a, b = evt.return_level_delta_ci(m, 10_000), evt.return_level_delta_ci(m, 10_000, 0.05)
     assert (a.low, a.high) == (b.low, b.high)
     assert a.high - a.level == pytest.approx(norm.ppf(0.975) * a.se, rel=1e-12)
+
+
+def test_printed_parameters_name_their_covariance_and_need_both_intervals():
+    full = evt.from_printed(370, 27.813, -0.064, 42, 1264, ci_sigma=(16.141, 39.485), ci_xi=(-0.356, 0.227))
+    z = norm.ppf(0.975)
+    assert (full.method, full.cov_method) == ("printed parameters",
+                                              "printed Wald intervals, expected-information correlation")
+    assert full.se_xi == pytest.approx((0.227 + 0.356) / (2 * z), rel=1e-12)
+    assert full.se_sigma == pytest.approx((39.485 - 16.141) / (2 * z), rel=1e-12)
+    only_sigma = evt.from_printed(370, 27.813, -0.064, 42, 1264, ci_sigma=(16.141, 39.485))
+    assert only_sigma.cov_method == "expected information"
+    np.testing.assert_array_equal(only_sigma.cov, evt.expected_information_cov(27.813, -0.064, 42))
+    assert evt.from_printed(370, 27.813, -0.064, 42, 1264, ci_xi=(-0.356, 0.227)).cov_method == "expected information"
+
+
+def test_a_fit_on_the_boundary_falls_back_to_the_expected_information():
+    """Uniform exceedances are a GPD with xi = -1, outside the region (xi > -0.5) where the observed information
+    is an asymptotic covariance: the fit says so and uses the expected information at its estimate."""
+    x = np.linspace(0.0, 1.0, 401)[1:]
+    m = evt.fit_gpd(x, 0.0)
+    assert m.xi < -0.5 and m.cov_method == "expected information"
+    np.testing.assert_allclose(m.cov, evt.expected_information_cov(m.sigma, m.xi, m.n_exceed), rtol=1e-12)
+    ok = evt.fit_gpd(genpareto.rvs(0.1, scale=2.0, size=400, random_state=np.random.default_rng(3)), 0.0)
+    assert ok.cov_method == "observed information"
