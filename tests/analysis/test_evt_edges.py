@@ -12,7 +12,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 from scipy.optimize import root
-from scipy.stats import genpareto, norm
+from scipy.stats import chi2, genpareto, norm
 
 from benchbook.analysis import evt
 
@@ -226,3 +226,28 @@ def test_a_fit_on_the_boundary_falls_back_to_the_expected_information():
     np.testing.assert_allclose(m.cov, evt.expected_information_cov(m.sigma, m.xi, m.n_exceed), rtol=1e-12)
     ok = evt.fit_gpd(genpareto.rvs(0.1, scale=2.0, size=400, random_state=np.random.default_rng(3)), 0.0)
     assert ok.cov_method == "observed information"
+
+
+def test_profile_interval_ends_are_the_nearest_crossings_on_each_side_of_the_estimate():
+    """The bracket search steps outwards from the estimate: each end is the crossing of the critical value
+    nearest the estimate on its own side (a scan of the profile on a grid finds the same points), the profile is
+    below the critical value just inside and above it just outside."""
+    rng = np.random.default_rng(7)
+    data = np.concatenate([rng.uniform(0.0, 100.0, 2_700), 100.0 + genpareto.rvs(-0.1, scale=20.0, size=300,
+                                                                                   random_state=rng)])
+    m = 10_000
+    p = evt.return_level_profile_ci(data, 100.0, m)
+    fit = evt.fit_gpd(data, 100.0)
+    y = evt.exceedances(data, 100.0)
+    crit = 0.5 * float(chi2.ppf(0.95, 1))
+
+    def g(level: float) -> float:
+        return evt._profile_nll_at(level, 100.0, fit.zeta, m, y, (-0.95, 1.5)) + fit.loglik - crit
+
+    assert 100.0 < p.low < p.level < p.high < math.inf and p.method == "profile likelihood"
+    eps = 1e-4 * fit.sigma
+    assert g(p.low + eps) < 0 < g(p.low - eps) and g(p.high - eps) < 0 < g(p.high + eps)
+    below = np.linspace(p.low + eps, p.level, 40)
+    above = np.linspace(p.level, p.high - eps, 40)
+    assert all(g(v) < 0 for v in below) and all(g(v) < 0 for v in above)
+    assert abs(g(p.low)) < 1e-6 and abs(g(p.high)) < 1e-6
