@@ -90,9 +90,19 @@ def serve(path: str) -> None:
     srv.bind(path)
     srv.listen(4)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # score.py stops this server when a module is done; a score.py killed on the way cannot, so the server also
+    # ends once its parent is gone (one was found still running an hour after its score.py had been killed)
+    parent = os.getppid()
+    srv.settimeout(5.0)
     print("ready", flush=True)
     while True:
-        conn, _ = srv.accept()
+        try:
+            conn, _ = srv.accept()
+        except TimeoutError:
+            if os.getppid() != parent:
+                sys.exit(0)
+            continue
+        conn.settimeout(None)
         with conn:
             req = json.loads(conn.makefile("r").readline())
             with tempfile.TemporaryFile() as out:
