@@ -400,7 +400,7 @@ def _load_aot() -> tuple[dict[str, list[tuple[tuple, Callable]]] | None, str]:
     try:
         for i, entry in enumerate(manifest["exports"]):
             so = KERNELS_DIR / entry["extension"]
-            spec = importlib.util.spec_from_file_location(f"{EXTENSION}_{i}", so)
+            spec = importlib.util.spec_from_file_location(entry.get("module", f"{EXTENSION}_{i}"), so)
             if spec is None or spec.loader is None or not so.is_file():
                 return None, f"the AOT extension {so} is missing: using the JIT"
             module = importlib.util.module_from_spec(spec)

@@ -29,6 +29,7 @@ _.resource_filename  # the pkg_resources stand-in's function schema_salad calls 
 _.release_gil  # numba's pycc reads it from each exported function's options (commands/kernels)
 _.target_cpu  # numba pycc's CC attribute: compile for this CPU (commands/kernels)
 _.verbose  # numba pycc's CC attribute (commands/kernels)
+_._compile_mixins  # numba pycc calls it on its CC: our subclass links the mixins compiled once (commands/kernels)
 _.prec  # decimal's context precision, set on localcontext() (analysis/hist_report, analysis/moongen_stats)
 typingctx  # numba's @intrinsic passes the typing context as the first argument (analysis/match_intrinsics)
 
