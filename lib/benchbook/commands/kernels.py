@@ -88,10 +88,12 @@ def compile_kernels(sources: list[str], digest: str) -> dict[str, Any]:
     """Warm up under the JIT, then pycc-compile what the warm-up used; returns the manifest written.
 
     One process pool does both: each part of the warm-up (WARM_UP_PARTS) runs in a worker, and every overload a
-    part compiled is sent back and pycc-compiled in whichever worker is free, the largest first, while the
-    other parts still warm up (on 2 cores about 55 s instead of 100 s one after the other)."""
+    part compiled is pycc-compiled in whichever worker is free, the largest first, while other parts still warm
+    up; meanwhile this process compiles the C sources every module links (_compile_shared_mixins)."""
+    import heapq
     import importlib
     import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     import llvmlite.binding as llvm
 
@@ -103,34 +105,47 @@ def compile_kernels(sources: list[str], digest: str) -> dict[str, Any]:
     out_dir = kn.KERNELS_DIR
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".kernels-", dir=out_dir.parent))
-    cpu = llvm.get_host_cpu_name()
     try:
-        _JOB.update(work=work, cpu=cpu, mixins=_compile_shared_mixins(work / "mixins"))
+        cpu = llvm.get_host_cpu_name()
         exports: list[tuple[str, str, Any, list]] = []  # kernel key, symbol, signature, pattern
-        seen: set[tuple[str, str]] = set()
+        files: dict[int, str] = {}
+        pending: list[tuple[int, int]] = []  # (-size, export index): a heap, the largest first
+        workers = max(1, min(len(WARM_UP_PARTS), os.cpu_count() or 1))
         # forked workers inherit the imported kernel modules and the JIT's targets
-        with multiprocessing.get_context("fork").Pool(max(1, min(len(WARM_UP_PARTS), os.cpu_count() or 1))) as pool:
-            compiling = []
-            for found in pool.imap_unordered(_warm_up_part, WARM_UP_PARTS):  # each part as soon as it is done
-                for key, sig, pattern, _ in sorted(found, key=lambda e: -e[3]):
-                    if (key, str(sig)) in seen:
-                        continue
-                    seen.add((key, str(sig)))
-                    symbol = re.sub(r"\W", "_", f"{key}__{sum(1 for e in exports if e[0] == key)}")
-                    i = len(exports)
-                    exports.append((key, symbol, sig, pattern))
-                    compiling.append(pool.apply_async(_compile_one, (i, key, symbol, sig)))
-            if not exports:
-                raise RuntimeError("the warm-up compiled no kernel")
-            files = [c.get() for c in compiling]
+        _REPORTS[:] = [multiprocessing.get_context("fork").SimpleQueue()]
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            running: dict[Future, int | None] = {pool.submit(_warm_up_part, part): None for part in WARM_UP_PARTS}
+            os.nice(5)  # this process only compiles the C sources and waits: the first part's chain goes first
+            mixins = _compile_shared_mixins(work / "mixins")
+            while running:
+                done, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i = running.pop(fut)
+                    result = fut.result()  # a failed warm-up or compilation raises here
+                    if i is not None:
+                        files[i] = result
+                while not _REPORTS[0].empty():
+                    for key, sig, pattern, size in _REPORTS[0].get():
+                        if any(e[0] == key and str(e[2]) == str(sig) for e in exports):
+                            continue  # reported before, or another part compiled it too
+                        symbol = re.sub(r"\W", "_", f"{key}__{sum(1 for e in exports if e[0] == key)}")
+                        heapq.heappush(pending, (-size, len(exports)))
+                        exports.append((key, symbol, sig, pattern))
+                # a warm-up part holds a worker too; the parts' last reports are read before the loop ends
+                while pending and len(running) < workers:
+                    _, i = heapq.heappop(pending)
+                    key, symbol, sig, _ = exports[i]
+                    running[pool.submit(_compile_one, i, key, symbol, sig, mixins, work, cpu)] = i
+        if not exports:
+            raise RuntimeError("the warm-up compiled no kernel")
         manifest = {
             "sources": sources, "sources_sha256": digest, "cpu": kn.cpu_fingerprint(),
             "llvm_cpu": cpu, "python": list(sys.version_info[:2]),
             "kernels": sorted({key for key, *_ in exports}),
             # in the order of the kernels and their signatures, whichever part finished first
-            "exports": sorted(({"kernel": key, "extension": f, "module": f"{kn.EXTENSION}_{i}", "symbol": symbol,
+            "exports": sorted(({"kernel": key, "extension": f, "module": kn.EXTENSION, "symbol": symbol,
                                 "signature": str(sig), "pattern": pattern}
-                               for i, ((key, symbol, sig, pattern), f) in enumerate(zip(exports, files, strict=True))),
+                               for i, (key, symbol, sig, pattern) in enumerate(exports) for f in [files[i]]),
                               key=lambda e: (e["kernel"], e["signature"])),
         }
         shutil.rmtree(work / "mixins")
@@ -144,20 +159,24 @@ def compile_kernels(sources: list[str], digest: str) -> dict[str, Any]:
         shutil.rmtree(old, ignore_errors=True)
         return manifest
     finally:
-        _JOB.clear()
         shutil.rmtree(work, ignore_errors=True)
 
 
-_JOB: dict[str, Any] = {}
+def _warm_up_part(part: str) -> None:
+    """Run one part of the warm-up in this (forked) worker; after each of its steps, put what it has compiled so
+    far into _REPORTS (_overloads), so that pycc can start on a kernel while the part goes on."""
+    if part != next(iter(WARM_UP_PARTS)):
+        os.nice(5)  # the first part and the pycc of its largest kernel are the longest chain: let it run first
+    with tempfile.TemporaryDirectory(prefix="benchbook-kernels-") as tmp:
+        WARM_UP_PARTS[part](Path(tmp), lambda: _REPORTS[0].put(_overloads()))
+    _REPORTS[0].put(_overloads())
 
 
-def _warm_up_part(part: str) -> list[tuple[str, Any, list, int]]:
-    """Run one part of the warm-up in this (forked) worker; returns each overload it compiled as (kernel key,
-    signature, argument pattern, size of its LLVM IR with what it inlined: a proxy for how long pycc takes)."""
+def _overloads() -> list[tuple[str, Any, list, int]]:
+    """Each overload compiled in this process as (kernel key, signature, argument pattern, size of its LLVM IR
+    with what it inlined: a proxy for how long pycc takes)."""
     from benchbook import kernels as kn
 
-    with tempfile.TemporaryDirectory(prefix="benchbook-kernels-") as tmp:
-        WARM_UP_PARTS[part](Path(tmp))
     found = []
     for k in kn.kernels():
         if k.inline or k.dispatcher is None:
@@ -165,26 +184,33 @@ def _warm_up_part(part: str) -> list[tuple[str, Any, list, int]]:
         for args, cres in sorted(k.dispatcher.overloads.items(), key=lambda kv: str(kv[0])):
             pattern = [kn.arg_pattern(t) for t in args]
             if all(p is not None for p in pattern):
-                found.append((k.key, cres.signature, pattern, len(cres.library.get_llvm_str())))
+                # a kernel another part compiled first is loaded from numba's cache, whose IR cannot be read
+                size = 0 if getattr(cres.library, "_disable_inspection", False) else len(cres.library.get_llvm_str())
+                found.append((k.key, cres.signature, pattern, size))
     return found
 
 
+_REPORTS: list[Any] = []  # the queue the warm-up workers report on (set before the pool forks them)
+
+
 def _compile_shared_mixins(build_dir: Path) -> list[str]:
-    """Compile once the C sources numba's pycc links into every extension module and that do not depend on the
-    module's name (numba's dict, list and set objects, its utilities, the NRT): 1.4 s of the 3.6 s each of the
-    extension modules took when each compiled them again. Only modulemixin.c, which holds the module's name,
-    is compiled per module (_SharedMixinCC)."""
+    """Compile once the C sources numba's pycc links into every extension module (its module glue, numba's
+    helper library, dict, list and set objects, the NRT): 2.8 s of the 3.6 s each module took when each
+    compiled them again. Every module has the same name (EXTENSION, in files of their own), so the glue, which
+    holds the name, is the same for all."""
     from numba.pycc import CC
 
-    cc = CC("benchbook_aot_mixins")
-    shared = [s for s in cc._get_mixin_sources() if Path(s).name != "modulemixin.c"]
-    return cc._toolchain.compile_objects(shared, str(build_dir), include_dirs=cc._toolchain.get_python_include_dirs(),
+    from benchbook import kernels as kn
+
+    cc = CC(kn.EXTENSION)
+    return cc._toolchain.compile_objects(cc._get_mixin_sources(), str(build_dir),
+                                         include_dirs=cc._toolchain.get_python_include_dirs(),
                                          macros=cc._get_mixin_defines(), extra_cflags=cc._get_extra_cflags())
 
 
-def _compile_one(i: int, key: str, symbol: str, sig: Any) -> str:
-    """pycc-compile one overload of kernel `key` into its own extension module {EXTENSION}_{i}; returns the file
-    name."""
+def _compile_one(i: int, key: str, symbol: str, sig: Any, mixins: list[str], work: Path, cpu: str) -> str:
+    """pycc-compile one overload of kernel `key` into its own extension module, named EXTENSION in the file
+    {EXTENSION}_{i}; returns the file name."""
     from numba.pycc import CC
     from numba.pycc import compiler as pycc_compiler
 
@@ -195,18 +221,14 @@ def _compile_one(i: int, key: str, symbol: str, sig: Any) -> str:
             super().__init__(*a, **kw)
             self.release_gil = True
 
-    class SharedMixinCC(CC):  # links the mixin objects compiled once (_compile_shared_mixins)
+    class SharedMixinCC(CC):  # links the C sources compiled once (_compile_shared_mixins)
         def _compile_mixins(self, build_dir: str) -> list[str]:
-            own = [s for s in self._get_mixin_sources() if Path(s).name == "modulemixin.c"]
-            objects = self._toolchain.compile_objects(
-                own, build_dir, include_dirs=self._toolchain.get_python_include_dirs(),
-                macros=self._get_mixin_defines(), extra_cflags=self._get_extra_cflags())
-            return [*objects, *_JOB["mixins"]]
+            return list(mixins)
 
-    work = _JOB["work"]
-    cc = SharedMixinCC(f"{kn.EXTENSION}_{i}")
+    cc = SharedMixinCC(kn.EXTENSION)
+    cc.output_file = cc.output_file.replace(kn.EXTENSION, f"{kn.EXTENSION}_{i}", 1)
     cc.output_dir = str(work)
-    cc.target_cpu = _JOB["cpu"]
+    cc.target_cpu = cpu
     cc.verbose = False
     cc.export(symbol, sig)(next(k for k in kn.kernels() if k.key == key).py_func)
     saved = pycc_compiler.Flags
@@ -215,13 +237,13 @@ def _compile_one(i: int, key: str, symbol: str, sig: Any) -> str:
         cc.compile()
     finally:
         pycc_compiler.Flags = saved
-    so = [p for p in work.iterdir() if p.name.startswith(f"{kn.EXTENSION}_{i}.") and p.suffix == ".so"]
-    if len(so) != 1:
-        raise RuntimeError(f"pycc wrote no single {kn.EXTENSION}_{i}*.so for {symbol}")
-    return so[0].name
+    so = work / cc.output_file
+    if not so.is_file():
+        raise RuntimeError(f"pycc wrote no {so.name} for {symbol}")
+    return so.name
 
 
-def _warm_up_tcp(tmp: Path) -> None:
+def _warm_up_tcp(tmp: Path, report: Callable[[], None]) -> None:
     """TCP analysis of a generated capture, as pcap and as pcapng."""
     import warnings
 
@@ -238,7 +260,9 @@ def _warm_up_tcp(tmp: Path) -> None:
         warnings.simplefilter("ignore")
         tcp = tmp / "tcp.pcap"
         make_tcp_capture(tcp, flows=3, segments=400, loss=0.01, reorder=0.01, seed=1)
+        report()
         analyze_tcp([tcp], tmp / "tcp-out")
+        report()  # the flow kernel, the largest: pycc can start on it
         for ch in open_capture(tcp, 1 << 16):  # the same packets as pcapng
             write_pcapng(tmp / "tcp.pcapng", ch.ts_ns, (ch.data, ch.offsets, ch.caplen.astype(np.int64)))
             break
@@ -247,7 +271,7 @@ def _warm_up_tcp(tmp: Path) -> None:
         tcp_flows.grow_flows(state)
 
 
-def _warm_up_latency(tmp: Path) -> None:
+def _warm_up_latency(tmp: Path, report: Callable[[], None]) -> None:
     """Latency matching in each key mode, an interval log read back, a MoonGen histogram, pcap writing."""
     import contextlib
     import warnings
@@ -269,6 +293,7 @@ def _warm_up_latency(tmp: Path) -> None:
         make_capture_pair(pre, post, 20_000, loss=0.01, duplicate=0.01, reorder=0.01, seed=1)
         for i, key in enumerate((IdKey(offset=42), IdKey(offset=42, byteorder="big"), ContentKey())):
             analyze_captures(pre, post, tmp / f"lat-{i}", key)
+        report()
 
         def no_exact(path: Path) -> Any:
             raise ValueError(f"{path}: not an interval log")
@@ -286,5 +311,7 @@ def _warm_up_latency(tmp: Path) -> None:
         read_moongen_histogram(tmp / "moongen.csv")
 
 
-# the warm-up in parts that run at once (compile_kernels); the longest first
-WARM_UP_PARTS: dict[str, Callable[[Path], None]] = {"tcp": _warm_up_tcp, "latency": _warm_up_latency}
+# the warm-up in parts that run at once (compile_kernels), the longest first; each calls its report argument
+# after a step whose kernels pycc can start on
+WARM_UP_PARTS: dict[str, Callable[[Path, Callable[[], None]], None]] = {
+    "tcp": _warm_up_tcp, "latency": _warm_up_latency}
