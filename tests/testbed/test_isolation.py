@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.testbed.cleanup import sweep_leftovers
+from benchbook.testbed.cleanup import remove_cgroup, sweep_leftovers
 from benchbook.testbed.isolation import NotRunnable, isolation, mode_status, v2_cpuset_status
 from benchbook.testbed.names import new_token
 from benchbook.tools import cgroups as cg
@@ -171,6 +171,37 @@ def test_remove_retries_while_a_forking_task_keeps_the_cgroup_busy():
         finally:
             (busy / "child").rmdir()
             busy.rmdir()
+    finally:
+        if d.exists():
+            subprocess.run(cg.remove_argv(d, root), timeout=30)
+
+
+@pytest.mark.root
+def test_the_sweep_removes_a_cgroup_that_a_forking_task_keeps_busy():
+    """The sweep's own removal (cleanup.remove_cgroup) races with tasks forked inside the cgroup as the recipes'
+    teardown does: a SIGKILLed recipe leaves every task of the machine in its housekeeping cpuset, and one
+    move-then-rmdir failed with EBUSY when any of them forked meanwhile (seen in a fresh-clone `make test`).
+    Here eight shells in the cgroup start a 50 ms child every millisecond or so (one pass lost this race);
+    the sweep must still remove the cgroup."""
+    root = _v1_root()
+    d = root / f"bb-{new_token()}-hk"
+    d.mkdir()
+    try:
+        (d / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
+        (d / "cpuset.mems").write_text((root / "cpuset.mems").read_text())
+        forkers = [subprocess.Popen(["sh", "-c", f"echo $$ > {d}/tasks; while :; do sleep 0.05 & sleep 0.001; done"])
+                   for _ in range(8)]
+        try:
+            deadline = time.monotonic() + 5
+            while len(set((d / "tasks").read_text().split()) & {str(f.pid) for f in forkers}) < len(forkers):
+                assert time.monotonic() < deadline, "the forking shells never entered the cgroup"
+                time.sleep(0.01)
+            remove_cgroup(d)
+            assert not d.exists()
+        finally:
+            for f in forkers:
+                f.kill()
+                f.wait()
     finally:
         if d.exists():
             subprocess.run(cg.remove_argv(d, root), timeout=30)

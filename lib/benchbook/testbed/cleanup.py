@@ -13,6 +13,7 @@ settings recorded with their previous values are put back.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -73,24 +74,36 @@ def benchbook_cgroups() -> list[Path]:
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
-def remove_cgroup(d: Path) -> None:
-    """Move d's tasks to the hierarchy root, then rmdir d (children first)."""
+def remove_cgroup(d: Path, attempts: int = 50) -> None:
+    """Move d's tasks to the hierarchy root, then rmdir d (children first). A task forked inside d while the
+    others moved keeps it busy (rmdir: EBUSY; a housekeeping cpuset holds every task of the machine), so the
+    move and the rmdir are repeated, up to `attempts` times 20 ms apart, as the recipes' own teardown does
+    (tools.cgroups.remove_argv); the last rmdir's error is raised when it never empties."""
     for child in sorted((c for c in d.rglob("*") if c.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        remove_cgroup(child)
+        remove_cgroup(child, attempts)
     hier_root = d
     while hier_root.parent != CGROUP_ROOT:
         hier_root = hier_root.parent
     procs_file = "tasks" if (d / "tasks").exists() else "cgroup.procs"
-    try:
-        pids = (d / procs_file).read_text().split()
-    except OSError:
-        pids = []
-    for pid in pids:
+    for attempt in range(1, attempts + 1):
         try:
-            (hier_root / procs_file).write_text(pid)
+            pids = (d / procs_file).read_text().split()
         except OSError:
-            pass  # exited meanwhile
-    d.rmdir()
+            pids = []
+        for pid in pids:
+            try:
+                (hier_root / procs_file).write_text(pid)
+            except OSError:
+                pass  # exited meanwhile
+        try:
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == attempts:
+                raise
+        time.sleep(0.02)
 
 
 def sweep_leftovers(host: LocalHost | None = None) -> SweepReport:
