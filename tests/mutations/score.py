@@ -15,7 +15,8 @@ any other mutant (module level, signatures, numba kernels, lines no test ran in 
 
 A mutant is killed when a test fails or errors, or when the per-test timeout ends a hang (counted in the timeout
 column as well); surviving mutants reviewed as equivalent (tests/mutations/equivalent.toml, each with its reason,
-and two rules: XX wrapped around words of an error or warning message; numba's cache= or nogil= flipped) leave
+and three rules: XX wrapped around words of an error or warning message; numba's cache= or nogil= flipped; an
+annotation of an annotated assignment changed in a module that never evaluates its annotations) leave
 the denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
 copy, the per-mutant log, report.md); a rerun of a module tests only its survivors again unless --fresh.
 """
@@ -391,6 +392,27 @@ NJIT_REASON = ("numba options cache= and nogil=: whether the compiled kernel is 
                "releases the GIL change neither its results nor its errors")
 
 
+ANNOTATION_REASON = ("annotation only: the module has `from __future__ import annotations` and nothing evaluates its "
+                     "annotations (no typing.get_type_hints; dataclasses read them as text), so the mutant changes "
+                     "only a string no code reads")
+
+
+def annotation_only(source: str, original: str, mutated: str) -> bool:
+    """True when `mutated` is `original` with only the annotation of an annotated assignment changed (the same
+    target and value), in a module whose annotations stay unevaluated text."""
+    if "from __future__ import annotations" not in source or "get_type_hints" in source:
+        return False
+    try:
+        old, new = ast.parse(original.strip()).body, ast.parse(mutated.strip()).body
+    except SyntaxError:
+        return False
+    if len(old) != 1 or len(new) != 1 or not isinstance(old[0], ast.AnnAssign) or not isinstance(new[0], ast.AnnAssign):
+        return False
+    a, b = old[0], new[0]
+    return (ast.dump(a.target) == ast.dump(b.target) and ast.dump(a.annotation) != ast.dump(b.annotation)
+            and (ast.dump(a.value) if a.value else None) == (ast.dump(b.value) if b.value else None))
+
+
 def message_lines(source: str) -> set[int]:
     """Lines of raise statements and of calls building an exception or warning (warnings.warn, SomethingError(...),
     SomethingWarning(...), the readers' _truncated): where a string is message text."""
@@ -421,6 +443,9 @@ def classify(mutants: list[Mutant], m: Module, equivalents: list[dict], source: 
         if (mu.original.strip().startswith("@njit(") and mu.mutated != mu.original
                 and mu.mutated.replace("=False", "=True") == mu.original):
             mu.equivalent = NJIT_REASON
+            continue
+        if annotation_only(source, mu.original, mu.mutated):
+            mu.equivalent = ANNOTATION_REASON
             continue
         for e in equivalents:
             if e["module"] != m.path or e["original"].strip() != mu.original.strip():

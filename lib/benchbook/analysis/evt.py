@@ -278,7 +278,9 @@ def return_level_profile_ci(data: np.ndarray, threshold: float, m: float, n_tota
                             alpha: float = 0.05, xi_bounds: tuple[float, float] = (-0.95, 1.5)) -> ReturnLevel:
     """Return level with a profile-likelihood interval (Coles §4.3.3; zeta_u held at k/n).
 
-    Needs the data: the interval is where 2 (l_max - l_p(x_m)) <= chi2_1(1 - alpha).
+    Needs the data: the interval is where 2 (l_max - l_p(x_m)) <= chi2_1(1 - alpha), the profile taken over xi
+    in xi_bounds. A ValueError that says so when the fitted xi lies so far outside xi_bounds that even the
+    fitted level is outside (no interval around it).
     """
     with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser probes outside the support
@@ -296,6 +298,13 @@ def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
     def g(level: float) -> float:
         return _profile_nll_at(level, u, zeta, m, y, xi_bounds) - nll_max - crit
 
+    if not g(best) <= 0:
+        # the profile over xi in xi_bounds stays so far below the likelihood's maximum (a fitted xi outside the
+        # bounds) that even the fitted level is outside: there is no interval around it to search from
+        raise ValueError(f"the fitted shape xi = {model.xi:.4g} lies outside xi_bounds {tuple(xi_bounds)} and the "
+                         "profile likelihood at the fitted return level is already beyond the critical value: no "
+                         "profile-likelihood interval (below xi = -1 the likelihood is irregular, Coles §2.6.4; "
+                         "widen xi_bounds or use the delta-method interval)")
     scale = max(model.sigma, 1e-9)
     # lower end: step down from the estimate until the profile drops below the critical value
     lo_hi = best
@@ -353,15 +362,20 @@ def mean_excess(data: np.ndarray, thresholds: Sequence[float] | None = None, alp
                 min_exceed: int = 5):
     """Mean residual life plot data: for each u, mean(x - u | x > u) with a normal CI.
 
-    Returns a DataFrame(threshold, mean_excess, ci_low, ci_high, n_exceed)."""
+    Returns a DataFrame(threshold, mean_excess, ci_low, ci_high, n_exceed); a threshold with fewer than
+    `min_exceed` (at least 1) exceedances has no row."""
+    if min_exceed < 1:
+        raise ValueError(f"min_exceed must be at least 1 (a mean of no exceedance is undefined), got {min_exceed}")
     x = np.sort(np.asarray(data, dtype=np.float64))
+    if x.size == 0:
+        raise ValueError("mean_excess of no data")
     if thresholds is None:
         thresholds = np.linspace(x[0], x[-1], 200)
     z = float(norm.ppf(1 - alpha / 2))
     rows = []
-    # suffix sums make this O(n + t log n)
-    csum = np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
-    csq = np.concatenate([np.cumsum((x**2)[::-1])[::-1], [0.0]])
+    # suffix sums make this O(n + t log n); a row has k >= 1 exceedances, so i < n
+    csum = np.cumsum(x[::-1])[::-1]
+    csq = np.cumsum((x**2)[::-1])[::-1]
     for u in thresholds:
         i = int(np.searchsorted(x, u, side="right"))
         k = x.size - i
