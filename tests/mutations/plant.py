@@ -477,6 +477,21 @@ MUTATIONS = (
         ("tests/analysis/test_equivalence_edges.py::test_tost_exactly_on_the_margin",),
     ),
     Mutation(
+        "mean-excess-drops-the-minimum",
+        "the mean residual life plot leaves out a threshold with exactly min_exceed exceedances (<= instead of <)",
+        (("        if k < min_exceed:", "        if k <= min_exceed:"),),
+        ("tests/analysis/test_evt_aids.py::test_mean_excess_keeps_exactly_min_exceed_and_goes_on_after_a_threshold_it_skips",),
+        hint="evt.py",
+    ),
+    Mutation(
+        "evt-profile-search-from-outside",
+        "the profile-likelihood interval searches from a fitted level that is already outside it (no refusal): "
+        "scipy's root search fails with 'f(a) and f(b) must have different signs' instead of a named error",
+        (("    if not g(best) <= 0:", "    if False:"),),
+        ("tests/analysis/test_evt_aids.py::test_profile_interval_refuses_a_fit_outside_the_shape_bounds_by_name",),
+        hint="evt.py",
+    ),
+    Mutation(
         "perf-aggregation-change-not-a-boundary",
         "a -x report's shape ignores what its records aggregate over: a --per-socket report followed by a "
         "--per-thread one (no '# started on' between) is read as one report",
