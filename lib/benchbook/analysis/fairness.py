@@ -204,10 +204,12 @@ def rtt_fairness(throughput_bps: Mapping[str, float], base_rtt_s: Mapping[str, f
     long_ = max(names, key=lambda n: base_rtt_s[n])
     if base_rtt_s[short] == base_rtt_s[long_]:
         raise FairnessError("RTT fairness needs flows of different base RTT")
-    denom = throughput_bps[long_]
+    num, denom = float(throughput_bps[short]), float(throughput_bps[long_])
+    # the long-RTT flow got nothing: inf when the short one got something, undefined (NaN) when neither did
+    ratio = num / denom if denom > 0 else (math.inf if num > 0 else math.nan)
     return {"short_rtt_flow": short, "long_rtt_flow": long_,
             "short_rtt_s": float(base_rtt_s[short]), "long_rtt_s": float(base_rtt_s[long_]),
-            "ratio_short_over_long": float(throughput_bps[short]) / denom if denom > 0 else math.inf,
+            "ratio_short_over_long": ratio,
             "jain_of_means": jain_index([throughput_bps[n] for n in names])}
 
 
