@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import IO
 
 from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.hdr_codec import HdrFormatError
+from benchbook.atomic_write import atomic_path
 from benchbook.errors import BenchbookError
 
 LOG_FORMAT_VERSION = "1.3"
@@ -423,24 +423,16 @@ def write_hlog(
     max_value_unit_ratio: float = DEFAULT_MAX_VALUE_UNIT_RATIO,
     timestamp_decimals: int = 3,
 ) -> Path:
-    """Write intervals as a log format 1.3 file, atomically (temporary file, then rename).
+    """Write intervals as a log format 1.3 file, atomically (benchbook.atomic_write: a temporary file beside it,
+    then rename; created with the permissions the umask gives, as HlogWriter's).
     An Interval's max_s None means: compute from its histogram (hdr max / max_value_unit_ratio)."""
     path = Path(path)
     w = HlogWriter(path, start_time=start_time, base_time=base_time, comments=comments,
                    max_value_unit_ratio=max_value_unit_ratio, timestamp_decimals=timestamp_decimals)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            w._write_header(fh)
-            for iv in intervals:
-                fh.write(w.format_interval(iv.start_s, iv.length_s, iv.histogram, iv.tag, iv.max_s))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        w._write_header(fh)
+        for iv in intervals:
+            fh.write(w.format_interval(iv.start_s, iv.length_s, iv.histogram, iv.tag, iv.max_s))
     return path
 
 
