@@ -97,6 +97,7 @@ def test_rtt_fairness_written_out_whole():
 def test_rtt_fairness_ratio_when_the_long_rtt_flow_gets_little_or_nothing():
     assert rtt_fairness({"a": 2.0, "b": 0.5}, {"a": 0.01, "b": 0.2})["ratio_short_over_long"] == 4.0
     assert rtt_fairness({"a": 4.0, "b": 0.0}, {"a": 0.01, "b": 0.2})["ratio_short_over_long"] == math.inf
+    assert rtt_fairness({"a": 0.5, "b": 0.0}, {"a": 0.01, "b": 0.2})["ratio_short_over_long"] == math.inf
     # neither flow got anything: 0/0 is undefined, not a win of the short-RTT flow
     assert math.isnan(rtt_fairness({"a": 0.0, "b": 0.0}, {"a": 0.01, "b": 0.2})["ratio_short_over_long"])
 
