@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
 from scipy.stats import genpareto, norm
 
 from benchbook.analysis import evt
@@ -118,3 +119,39 @@ def test_profile_interval_refuses_a_fit_outside_the_shape_bounds_by_name():
         evt.return_level_profile_ci(data, 0.0, 50.0)
     with pytest.raises(ValueError, match=r"lies outside xi_bounds \(-0.5, 0.5\)"):
         evt.return_level_profile_ci(data, 0.0, 50.0, xi_bounds=(-0.5, 0.5))
+
+
+def _profile_nll_reference(level: float, u: float, zeta: float, m: float, y: np.ndarray,
+                           bounds: tuple[float, float]) -> float:
+    """min over xi in bounds of the GPD nll with sigma = (level - u) xi / ((m zeta)^xi - 1) (Coles 4.13 solved
+    for sigma): a grid of 20,001 points, then a bounded search around the best with a tight tolerance."""
+    d, mz = level - u, m * zeta
+
+    def nll(xi: float) -> float:
+        sigma = d / math.log(mz) if xi == 0 else d * xi / (mz**xi - 1.0)
+        return evt.gpd_nll(sigma, xi, y)
+
+    xs = np.linspace(bounds[0], bounds[1], 20_001)
+    vals = np.array([nll(x) for x in xs])
+    j = int(np.argmin(vals))
+    res = minimize_scalar(nll, bounds=(xs[max(j - 1, 0)], xs[min(j + 1, xs.size - 1)]), method="bounded",
+                          options={"xatol": 1e-12})
+    return float(min(res.fun, vals[j]))
+
+
+@pytest.mark.parametrize(("xi", "scale"), [(0.2, 0.05), (-0.2, 3.0)])
+def test_profile_nll_is_the_minimum_over_the_shape(xi, scale):
+    # small and ordinary scales: a level within one unit of the threshold is a level like any other
+    y = genpareto.rvs(xi, scale=scale, size=300, random_state=np.random.default_rng(9))
+    fit = evt.fit_gpd(y, 0.0)
+    bounds, m = (-0.95, 1.5), 200.0
+    best = fit.return_level(m)
+    for level in (0.7 * best, best, 1.4 * best):
+        got = evt._profile_nll_at(level, 0.0, fit.zeta, m, y, bounds)
+        assert got == pytest.approx(_profile_nll_reference(level, 0.0, fit.zeta, m, y, bounds), rel=1e-9)
+    assert evt._profile_nll_at(0.0, 0.0, fit.zeta, m, y, bounds) == math.inf  # the level at the threshold
+    # the interval's ends are the likelihood-ratio crossings at this scale too
+    p = evt.return_level_profile_ci(y, 0.0, m)
+    crit = 0.5 * 3.841458820694124
+    for end in (p.low, p.high):
+        assert _profile_nll_reference(end, 0.0, fit.zeta, m, y, bounds) + fit.loglik == pytest.approx(crit, abs=1e-6)
