@@ -123,11 +123,10 @@ def _frame_typed(out, p, t, snaplen, src, dst, sport, dport, seq, ack, flags, pl
 @njit(cache=True, inline="always")
 def _frame(out, p, t, snaplen, src, dst, sport, dport, seq, ack, flags, plen, tsval, tsecr, ipid, syn):
     """_frame_typed with every scalar as int64: called with constants, numba compiled a version for each
-    combination of literal arguments (24 of them, 18 s of the 18 s the JIT took for the generator; now 8 s)."""
+    combination of literal arguments (24 of them: the generator's JIT took 18 s, now 8 s)."""
     i8 = np.int64
     return _frame_typed(out, i8(p), i8(t), i8(snaplen), i8(src), i8(dst), i8(sport), i8(dport), i8(seq), i8(ack),
                         i8(flags), i8(plen), i8(tsval), i8(tsecr), i8(ipid), np.bool_(syn))
-
 
 
 @njit(cache=True)

@@ -111,7 +111,9 @@ def compile_kernels(sources: list[str], digest: str) -> dict[str, Any]:
         files: dict[int, str] = {}
         pending: list[tuple[int, int]] = []  # (-size, export index): a heap, the largest first
         workers = max(1, min(len(WARM_UP_PARTS), os.cpu_count() or 1))
-        # forked workers inherit the imported kernel modules and the JIT's targets
+        # one extension per overload: pycc typed one of the matcher kernels wrongly when it compiled every kernel
+        # into one module (numba 0.68), while each alone compiles and runs as under the JIT. Forked workers
+        # inherit the imported kernel modules and the JIT's targets.
         _REPORTS[:] = [multiprocessing.get_context("fork").SimpleQueue()]
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             running: dict[Future, int | None] = {pool.submit(_warm_up_part, part): None for part in WARM_UP_PARTS}
