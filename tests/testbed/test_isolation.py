@@ -140,17 +140,27 @@ def test_sigkilled_recipe_is_undone_by_the_sweep():
     assert not _my_cpuset().startswith(f"/{hk.name}"), "moved tasks are back in the root cpuset"
 
 
+def _child_cpuset(root: Path, role: str) -> Path:
+    """A benchbook-named cpuset under the root, on the root's CPUs and memory nodes (removed by the test)."""
+    d = root / f"bb-{new_token()}-{role}"
+    d.mkdir()
+    try:
+        (d / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
+        (d / "cpuset.mems").write_text((root / "cpuset.mems").read_text())
+    except OSError:
+        d.rmdir()
+        raise
+    return d
+
+
 def test_remove_retries_while_a_forking_task_keeps_the_cgroup_busy():
     """A task forked inside a cgroup after its tasks were moved out keeps it busy (rmdir: EBUSY); remove_argv
     moves and removes again until it is empty. Here a shell in the cgroup forks a short-lived child every
     10 ms, so a single move-then-rmdir races with it; the step must still remove the cgroup. A cgroup that can
     never empty (a child cgroup in it) ends in rmdir's own error after the attempts."""
     root = _v1_root()
-    d = root / f"bb-{new_token()}-rm"
-    d.mkdir()
+    d = _child_cpuset(root, "rm")
     try:
-        (d / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
-        (d / "cpuset.mems").write_text((root / "cpuset.mems").read_text())
         forker = subprocess.Popen(["sh", "-c", f"echo $$ > {d}/tasks; while :; do /bin/true; sleep 0.01; done"])
         try:
             deadline = time.monotonic() + 5
@@ -184,11 +194,8 @@ def test_the_sweep_removes_a_cgroup_that_a_forking_task_keeps_busy():
     Here eight shells in the cgroup start a 50 ms child every millisecond or so (one pass lost this race);
     the sweep must still remove the cgroup."""
     root = _v1_root()
-    d = root / f"bb-{new_token()}-hk"
-    d.mkdir()
+    d = _child_cpuset(root, "hk")
     try:
-        (d / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
-        (d / "cpuset.mems").write_text((root / "cpuset.mems").read_text())
         forkers = [subprocess.Popen(["sh", "-c", f"echo $$ > {d}/tasks; while :; do sleep 0.05 & sleep 0.001; done"])
                    for _ in range(8)]
         try:
