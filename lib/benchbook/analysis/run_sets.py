@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,7 +90,8 @@ def parse_statistics(text: str) -> list[Statistic]:
             if not 0 < p < 100:
                 raise ValueError(f"--stat {raw.strip()!r}: a percentile between p0 and p100 (exclusive); use min/max "
                                  f"for the extremes")
-            st = Statistic(f"p{m.group(1)}", "latency", "log-ratio", "ns", p)
+            # one name per percentile: p99.90 and p050 are p99.9 and p50 (so that duplicates are dropped)
+            st = Statistic(f"p{Decimal(m.group(1)).normalize():f}", "latency", "log-ratio", "ns", p)
         elif name in ("max", "min", "mean"):
             st = Statistic(name, "latency", "log-ratio", "ns")
         elif name in ("throughput", "goodput"):
@@ -174,9 +176,13 @@ def load_run(path: Path, read_exact: ReadExact, read_iperf3: ReadIperf3) -> Run:
 
 
 def _first_char(p: Path) -> str:
+    """The file's first character after any leading white space ("" for an empty or blank file)."""
     with open(p, "rb") as fh:
-        head = fh.read(4096).lstrip()
-    return head[:1].decode("ascii", "replace")
+        while chunk := fh.read(4096):
+            head = chunk.lstrip()
+            if head:
+                return head[:1].decode("ascii", "replace")
+    return ""
 
 
 def _iperf3_run(p: Path, report: Any) -> Run:
@@ -209,19 +215,36 @@ def _load_dir(p: Path) -> Run:
                         f"summary (no 'flows' and 'jain_of_means')")
 
 
+def _number_or_none(value: Any, where: str) -> float | None:
+    """A JSON number, or None for null and for the "NaN"/"Infinity" texts benchbook writes for non-finite values."""
+    if value is None or value in ("NaN", "Infinity", "-Infinity"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RunInputError(f"{where}: expected a number or null, got {value!r}")
+    return float(value) if math.isfinite(value) else None
+
+
 def _tcp_run(p: Path, doc: dict[str, Any]) -> Run:
-    rates = [f.get("goodput_bps") for f in doc["flows"]]
-    x = np.asarray([r for r in rates if r is not None and math.isfinite(r)], dtype=np.float64)
+    where = f"{p}/summary.json"
+    flows = doc["flows"]
+    if not isinstance(flows, list) or not all(isinstance(f, dict) for f in flows):
+        raise RunInputError(f"{where}: 'flows' is not a list of flow objects")
+    rates = [_number_or_none(f.get("goodput_bps"), f"{where}: flows[{i}].goodput_bps") for i, f in enumerate(flows)]
+    x = np.asarray([r for r in rates if r is not None], dtype=np.float64)
     if x.size == 0:
-        raise RunInputError(f"{p}/summary.json: no flow with a goodput")
-    jain = doc.get("jain_of_means")
+        raise RunInputError(f"{where}: no flow with a goodput")
+    jain = _number_or_none(doc.get("jain_of_means"), f"{where}: jain_of_means")
     return Run(p, "throughput", "tcp-dir", int(x.size), "benchbook tcp: per-flow goodput (bytes seen for the first "
                "time x 8 / duration); Jain's index of per-flow mean goodput of the bulk flows (summary.json)",
-               flows_bps=x, jain=None if jain is None else float(jain))
+               flows_bps=x, jain=jain)
 
 
 def _latency_dir_run(p: Path, doc: dict[str, Any]) -> Run:
-    n = int(doc["matched"])
+    matched = doc["matched"]
+    if isinstance(matched, bool) or not isinstance(matched, int) or matched < 0:
+        raise RunInputError(f"{p}/summary.json: 'matched' is {matched!r}, expected a count of matched packets (an "
+                            f"integer >= 0)")
+    n = matched
     parquet, hlog = p / "latencies.parquet", p / "latency.hlog"
     if n <= EXACT_LIMIT and parquet.is_file():
         try:
