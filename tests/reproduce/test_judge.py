@@ -228,9 +228,15 @@ def test_claims_on_values_that_have_no_ratio(tmp_path):
                           "unit": "", "definition": "d", "valid": True})
     data = RunStatistics("mem", table, {"plan": {"arms": {"a": None}}})
     e = entry_of(tmp_path, "", claim("w", "a / b within", "a:x", "a:y", "within = [1, 2]\n")
-                 + claim("gt", "a > b", "a:x", "a:y"))
-    w, gt = (judge_claim(c, data) for c in e.claims)
+                 + claim("gt", "a > b", "a:x", "a:y")
+                 + claim("eq", "a ~ b", "a:x", "a:y", 'margin_rel = 0.1\nmargin_source = ["paper spread"]\n'))
+    w, gt, eq = (judge_claim(c, data) for c in e.claims)
     assert w.verdict == "not derivable" and "has no log ratio" in w.reason
+    # a claim judged no further still carries its claimed range or margin: verdict.json and the tables show them
+    # (the range was missing, and relation() raised a KeyError in `Verdict.claims_frame`)
+    assert w.within == [1.0, 2.0] and w.relation() == "a:x / a:y within [1, 2]"
+    assert eq.verdict == "not derivable" and "declare margin_abs" in eq.reason
+    assert eq.margin["text"] == "±10 %" and eq.relation() == "a:x ~ a:y within ±10 %"
     assert gt.verdict == "holds" and gt.scale == "difference" and gt.delta == 1.0
 
 

@@ -243,6 +243,11 @@ def test_relation_reads_only_its_own_tests_fields():
             "trials": "x:n", "q": 0.75}
     assert _claim("share >=", **full).relation() == "x:k / x:n >= 0.75"
     assert _claim("a / b within", **full).relation() == "x:r / y:r within [0.5, 2]"
+    # a verdict.json written before the judge kept the range on a claim it did not judge (statistic missing,
+    # unresolvable, values <= 0): it still prints, naming the range it lacks, instead of a KeyError
+    for within in (None, []):
+        unjudged = _claim("a / b within", a="x:r", b="y:r", within=within)
+        assert unjudged.relation() == "x:r / y:r within the claimed range"
     assert _claim("a > b", **full).relation() == "x:r > y:r within 5 %"
     assert _claim("a < b", **full).relation() == "x:r < y:r within 5 %"
     assert _claim("a ~ b", **full).relation() == "x:r ~ y:r within 5 %"

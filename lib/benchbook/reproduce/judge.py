@@ -459,6 +459,11 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     if claim.test == "share >=":
         return _judge_share(claim, data, res, source, alpha)
     assert claim.a is not None and claim.b is not None
+    # the claimed range or margin, also on a claim that stops below without an interval (relation() prints them)
+    if claim.within is not None:
+        res.within = list(claim.within)
+    if claim.test == "a ~ b" and (declared := margin_of(claim)) is not None:
+        res.margin = _margin_dict(claim, declared)
     a, b = data.get(claim.a), data.get(claim.b)
     missing = [str(got) for got in (a, b) if not isinstance(got, PerRun | Unresolvable)]
     if missing:    # an arm that did not run, a statistic no run carries: nothing to judge
@@ -510,13 +515,11 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
         gap_estimate, delta = effect.estimate, 0.0
     elif claim.test == "a ~ b":
         assert margin is not None
-        res.margin = _margin_dict(claim, margin)
         verdict = _CLAIM_VERDICT.get(tost_verdict(effect.ci90, effect.ci95, margin.delta), INCONCLUSIVE) \
             if effect.ci95 and effect.ci90 else INCONCLUSIVE
         gap_estimate, delta = effect.estimate, margin.delta
     else:
         assert claim.within is not None
-        res.within = list(claim.within)
         low, high = math.log(claim.within[0]), math.log(claim.within[1])
         verdict = _CLAIM_VERDICT.get(interval_verdict(effect.ci90, effect.ci95, low, high), INCONCLUSIVE) \
             if effect.ci95 and effect.ci90 else INCONCLUSIVE

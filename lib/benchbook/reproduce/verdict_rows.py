@@ -184,8 +184,9 @@ class ClaimResult:
         """The test in words with its operands, e.g. "reno:a > reno:b" or "share reno:x / reno:y >= 0.9"."""
         if self.test == "share >=":
             return f"{self.successes} / {self.trials} >= {self.q:g}"
-        if self.test == "a / b within" and self.within:
-            return f"{self.a} / {self.b} within [{self.within[0]:g}, {self.within[1]:g}]"
+        if self.test == "a / b within":   # a verdict.json of before 2026-11-27 has no range on an unjudged claim
+            bounds = f"[{self.within[0]:g}, {self.within[1]:g}]" if self.within else "the claimed range"
+            return f"{self.a} / {self.b} within {bounds}"
         op = {"a > b": ">", "a < b": "<", "a ~ b": "~"}[self.test]
         margin = f" within {self.margin['text']}" if self.margin else ""
         return f"{self.a} {op} {self.b}{margin}"
