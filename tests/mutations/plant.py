@@ -492,6 +492,34 @@ MUTATIONS = (
         hint="evt.py",
     ),
     Mutation(
+        "unjudged-claim-loses-its-range",
+        "a claim the judge stops on early (a value <= 0, a statistic missing) keeps no claimed range: an "
+        "'a / b within' row without one made relation() raise a KeyError in Verdict.claims_frame",
+        (("    if claim.within is not None:\n        res.within = list(claim.within)\n",
+          "    if False:\n        res.within = list(claim.within)\n"),),
+        ("tests/reproduce/test_judge.py::test_claims_on_values_that_have_no_ratio",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "run-sniffing-reads-4096-bytes",
+        "a run file's type is sniffed from its first 4096 bytes only: an iperf3 report after 4096 bytes of white "
+        "space is taken for a MoonGen CSV and refused",
+        (("        while chunk := fh.read(4096):", "        for chunk in [fh.read(4096)]:"),),
+        ("tests/analysis/test_run_sets.py::test_a_report_after_4096_bytes_of_whitespace_is_an_iperf3_report",),
+        hint="run_sets.py",
+    ),
+    Mutation(
+        "tcp-summary-texts-crash",
+        "a tcp summary.json's non-finite texts (\"NaN\", as benchbook writes them) are passed on as numbers: "
+        "float('NaN') becomes a Jain's index, and a text goodput a TypeError instead of a RunInputError",
+        (("    if value is None or value in (\"NaN\", \"Infinity\", \"-Infinity\"):\n        return None\n"
+          "    if isinstance(value, bool) or not isinstance(value, (int, float)):",
+          "    if value is None:\n        return None\n    if isinstance(value, str):\n        return float(value)\n"
+          "    if isinstance(value, bool) or not isinstance(value, (int, float)):"),),
+        ("tests/analysis/test_run_sets.py::test_benchbooks_own_non_finite_texts_in_a_summary_are_left_out",),
+        hint="run_sets.py",
+    ),
+    Mutation(
         "perf-aggregation-change-not-a-boundary",
         "a -x report's shape ignores what its records aggregate over: a --per-socket report followed by a "
         "--per-thread one (no '# started on' between) is read as one report",
