@@ -63,8 +63,9 @@ def test_numerical_hessian_of_a_known_function():
 
     x, y = 0.7, 1.3
     exact = np.array([[2 * y - math.sin(x), 2 * x], [2 * x, 18 * y]])
-    np.testing.assert_allclose(evt._numerical_hessian(f, np.array([x, y])), exact, rtol=1e-6)
-    one = evt._numerical_hessian(lambda v: 5.0 * v[0] ** 2, np.array([0.0]))  # the step floor at 0: 1e-2
+    np.testing.assert_allclose(evt._numerical_hessian(f, np.array([x, y]), np.array([1e-2, 1e-2])), exact,
+                               rtol=1e-6)
+    one = evt._numerical_hessian(lambda v: 5.0 * v[0] ** 2, np.array([0.0]), np.array([1e-2]))  # floor at 0
     np.testing.assert_allclose(one, [[10.0]], rtol=1e-9)
 
 

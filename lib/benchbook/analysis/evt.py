@@ -53,10 +53,11 @@ def expected_information_cov(sigma: float, xi: float, k: int) -> np.ndarray:
     return (1.0 + xi) / k * np.array([[2.0 * sigma**2, -sigma], [-sigma, 1.0 + xi]])
 
 
-def _numerical_hessian(f, x: np.ndarray, rel_step: float = 1e-4) -> np.ndarray:
+def _numerical_hessian(f, x: np.ndarray, floor: np.ndarray, rel_step: float = 1e-4) -> np.ndarray:
+    """Central second differences with steps rel_step * max(|x|, floor) (floor per parameter)."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
-    h = rel_step * np.maximum(np.abs(x), 1e-2)
+    h = rel_step * np.maximum(np.abs(x), floor)
     H = np.empty((n, n))
     f0 = f(x)
     for i in range(n):
@@ -212,7 +213,9 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     nll = gpd_nll(sigma, xi, y)
     cov, cov_method = None, "observed information"
     try:
-        H = _numerical_hessian(lambda p: gpd_nll(p[0], p[1], y), np.array([sigma, xi]))
+        # sigma's step relative to sigma alone (it carries the data's unit: a floor of 1e-2 made the step of a
+        # sigma of 2e-6 s half of it); xi's has a floor for shapes near 0
+        H = _numerical_hessian(lambda p: gpd_nll(p[0], p[1], y), np.array([sigma, xi]), np.array([0.0, 1e-2]))
         cov = np.linalg.inv(H)
         if not (np.all(np.isfinite(cov)) and np.all(np.linalg.eigvalsh(0.5 * (cov + cov.T)) > 0)):
             cov = None  # not at an interior maximum (e.g. xi <= -0.5): no observed information
@@ -288,7 +291,16 @@ def return_level_profile_ci(data: np.ndarray, threshold: float, m: float, n_tota
 
 
 def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
+    if not -1.0 <= xi_bounds[0] < xi_bounds[1]:
+        # below xi = -1 the GPD likelihood is unbounded at the support's end (Coles §2.6.4): a profile minimum
+        # there is wherever the search stops, not an estimate
+        raise ValueError(f"xi_bounds {tuple(xi_bounds)}: expected -1 <= lower < upper (below xi = -1 the "
+                         "likelihood is unbounded, Coles §2.6.4)")
     model = fit_gpd(data, threshold, n_total)
+    if not m * model.zeta > 1.0:
+        raise ValueError(f"return period m = {m:g} is not beyond the threshold: m * zeta = {m * model.zeta:g} <= 1 "
+                         f"(zeta = {model.n_exceed}/{model.n_total} exceedances), so the return level is at or below "
+                         "the threshold, where the exceedances' GPD says nothing")
     y = exceedances(data, threshold)
     best = model.return_level(m)
     nll_max = -model.loglik
@@ -311,7 +323,10 @@ def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
     step = scale
     lo = best - step
     lower = math.nan
-    for _ in range(60):
+    # steps doubling from one scale: down, they reach the threshold after about log2((best - u) / scale) of them;
+    # up, 60 more go 2^60 times as far above the estimate as it lies above the threshold
+    doublings = math.ceil(math.log2(max((best - u) / scale, 1.0))) + 60
+    for _ in range(doublings):
         at_threshold = lo <= u
         if at_threshold:
             lo = u + 1e-9 * scale
@@ -332,7 +347,7 @@ def _profile_ci(data, threshold, m, n_total, alpha, xi_bounds) -> ReturnLevel:
     step = scale
     hi = best + step
     upper = math.inf
-    for _ in range(60):
+    for _ in range(doublings):
         val = g(hi)
         if math.isfinite(val) and val > 0:
             upper = brentq(g, hi_lo, hi, xtol=1e-9 * scale)
