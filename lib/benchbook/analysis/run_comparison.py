@@ -51,6 +51,9 @@ def _pair(ci: tuple[float, float] | None) -> list[float] | None:
 
 def compare_statistic(runs_a: list[Run], runs_b: list[Run], stat: Statistic, margin: str,
                       seed: int = DEFAULT_SEED, resamples: int = RESAMPLES) -> StatisticResult:
+    for arm, runs in (("A", runs_a), ("B", runs_b)):
+        if not runs:
+            raise ValueError(f"arm {arm}: no runs")
     va = [run_value(r, stat) for r in runs_a]
     vb = [run_value(r, stat) for r in runs_b]
     m = parse_margin(margin, stat.scale)
@@ -62,6 +65,16 @@ def compare_statistic(runs_a: list[Run], runs_b: list[Run], stat: Statistic, mar
         reason = f"run {i} of {arm} ({r.path}): {v.reason}{more}"
         method = "none: a statistic a run cannot resolve is not compared"
         return StatisticResult(stat, va, vb, not_resolvable(reason, m, len(va), len(vb), method))
+    zero = [(arm, i, r, v) for arm, runs, vals in (("A", runs_a, va), ("B", runs_b, vb))
+            for i, (r, v) in enumerate(zip(runs, vals, strict=True), start=1)
+            if m.scale == "log-ratio" and v.value <= 0]
+    if zero:   # e.g. latencies of 0 ns below a clock's resolution: no ratio to compare (Delta would be inf or nan)
+        arm, i, r, v = zero[0]
+        more = f" (and {len(zero) - 1} more run(s))" if len(zero) > 1 else ""
+        reason = (f"run {i} of {arm} ({r.path}): {stat.name} = {v.value:g} {stat.unit}, and Delta is a log ratio of "
+                  f"medians, which needs per-run values > 0{more}")
+        return StatisticResult(stat, va, vb, not_resolvable(reason, m, len(va), len(vb),
+                                                            "none: a log ratio needs per-run values > 0"))
     if stat.name in ("max", "min"):
         pick = max if stat.name == "max" else min
 
