@@ -253,6 +253,24 @@ def test_a_zero_median_on_a_log_ratio_is_refused_not_turned_into_infinity() -> N
         "not resolvable"   # the 610th of the 1000 latencies is 10 ns
 
 
+def test_the_reason_counts_the_other_runs_with_a_zero_and_a_value_of_one_is_no_zero() -> None:
+    zero = [latency_run(f"z{i}", np.r_[np.zeros(600), np.arange(1, 401)]) for i in range(2)]
+    c = rc.compare_statistic(zero, scaled_runs("b", B_F), stat("p50"), "5%").comparison
+    assert c.reason.endswith("needs per-run values > 0 (and 1 more run(s))")
+    c = rc.compare_statistic(zero[:1], scaled_runs("b", B_F), stat("p50"), "5%").comparison
+    assert c.reason.endswith("needs per-run values > 0")
+    ones = [latency_run(f"o{i}", np.arange(1, 1001)) for i in range(6)]   # minimum 1 ns: a ratio exists
+    c = rc.compare_statistic(ones, ones, stat("min"), "5%").comparison
+    assert (c.verdict, c.method, c.estimate) == ("not resolvable", "none: extremes are reported as observed", 0.0)
+
+
+def test_either_empty_set_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="^arm B: no runs$"):
+        rc.compare_statistic(scaled_runs("a", A_F), [], stat("max"), "5%")
+    with pytest.raises(ValueError, match="^arm A: no runs$"):
+        rc.compare_statistic([], [], stat("min"), "5%")
+
+
 def test_a_zero_minimum_gives_no_delta_and_json_can_hold_it() -> None:
     a = [latency_run(f"a{i}", np.r_[0, np.arange(1000, 2000)]) for i in range(3)]
     res = rc.compare_statistic(a, scaled_runs("b", B_F[:3]), stat("min"), "5%")
