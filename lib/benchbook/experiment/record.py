@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchbook.atomic_write import write_json_atomic
+from benchbook.atomic_write import json_safe, write_json_atomic
 from benchbook.errors import BenchbookError
 from benchbook.provenance.checksums import hash_tree
 from benchbook.testbed.state import process_alive, process_start_ticks
@@ -58,7 +58,8 @@ def validate_record(record: dict[str, Any], source: str = "run record") -> None:
 
 def write_record(run_dir: Path, record: dict[str, Any]) -> None:
     """Validate, then atomically write ``run_dir/run.json``. An invalid record is never written."""
-    record = json.loads(json.dumps(record, default=str))  # what will be on disk is what we validate
+    # what will be on disk is what we validate (a NaN becomes the text "NaN", which no number field accepts)
+    record = json.loads(json.dumps(json_safe(record), default=str))
     validate_record(record, source=str(Path(run_dir) / RECORD_NAME))
     write_json_atomic(Path(run_dir) / RECORD_NAME, record)
 
@@ -116,7 +117,9 @@ def find_run(ref: str | Path, runs_dir: Path) -> Path:
         return p
     if (runs_dir / p / RECORD_NAME).is_file():
         return runs_dir / p
-    matches = sorted(runs_dir.glob(f"*/{p.name}/{RECORD_NAME}"))
+    # a bare run id is looked for in every experiment; "<experiment>/<run-id>" and a path only where they say
+    matches = sorted(m for m in runs_dir.glob(f"*/{p.name}/{RECORD_NAME}") if m.is_file()) \
+        if len(p.parts) == 1 else []
     if len(matches) == 1:
         return matches[0].parent
     if len(matches) > 1:
