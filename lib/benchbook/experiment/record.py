@@ -113,9 +113,10 @@ def iter_run_dirs(experiment_dir: Path) -> Iterator[Path]:
 def find_run(ref: str | Path, runs_dir: Path) -> Path:
     """A run directory from a path, "<experiment>/<run-id>", or a bare run id under ``runs_dir``."""
     p = Path(ref)
-    if (p / RECORD_NAME).is_file():
+    # a run.json that is there but not a readable file is still that run's: read_record names what is wrong
+    if (p / RECORD_NAME).exists():
         return p
-    if (runs_dir / p / RECORD_NAME).is_file():
+    if (runs_dir / p / RECORD_NAME).exists():
         return runs_dir / p
     # a bare run id is looked for in every experiment; "<experiment>/<run-id>" and a path only where they say
     matches = sorted(m for m in runs_dir.glob(f"*/{p.name}/{RECORD_NAME}") if m.is_file()) \
