@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -534,6 +535,7 @@ def test_delta_on_the_margin_is_undecidable(tmp_path):
     c = judge_claim(claim_of(tmp_path, claim("eq", "a ~ b", "x:a", "x:b",
                                              'margin_abs = 1.0\nmargin_source = ["paper spread"]\n')), data)
     assert (c.verdict, c.delta, c.ci90, c.runs_needed, c.scale) == ("inconclusive", 1.0, [0.0, 2.0], None, "difference")
+    assert c.margin == {"delta": 1.0, "scale": "difference", "text": "±1", "sources": ["paper spread"], "note": ""}
     assert c.reason == ("the intervals overlap the claimed range; Delta sits on the boundary: more runs are unlikely "
                         "to decide")
 
@@ -859,3 +861,21 @@ def test_an_info_row_without_a_value_says_why():
     with pytest.raises(AttributeError):
         gone.value = 1.0                                     # frozen: what a row shows stays as judged
     assert judge_module.RunSummary(1.0, "t").unit == ""
+
+
+# -- the judgement of an entry --------------------------------------------------------------------------------------
+
+def test_an_entry_not_judged_across_runs_is_refused(tmp_path):
+    entry = SimpleNamespace(measured=False, source="papers/x/fig1.toml", id="fig1", mode="published-data")
+    with pytest.raises(JudgeError) as exc:
+        judge_entry(entry, tmp_path)
+    assert str(exc.value) == ("papers/x/fig1.toml: entry 'fig1' is not judged across runs (mode 'published-data', no "
+                              "[[published]] values or [[claims]]): use Verdict.check")
+
+
+def test_a_judgement_starts_without_notes_or_a_noise_floor(tmp_path):
+    j = judge_entry(entry_of(tmp_path, value("v", 100.0, "a", "thr")), tmp_path / "nothing-ran", floors=NO_FLOORS)
+    assert (j.notes, j.noise_floor, j.plan) == ([], None, None)
+    assert j.rows[0].status == "not derivable" and j.claims[0].verdict == "not derivable"
+    bare, other = judge_module.Judgement([], [], None), judge_module.Judgement([], [], None)
+    assert bare.noise_floor is None and bare.notes == [] and bare.notes is not other.notes

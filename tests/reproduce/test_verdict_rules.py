@@ -26,7 +26,7 @@ from rich.console import Console
 from benchbook.commands.reproduce import EXIT_CODES
 from benchbook.experiment.repetitions import Statistic, run_repetitions
 from benchbook.reproduce import verdict as verdict_module
-from benchbook.reproduce.registry import load_entry_file, load_registry
+from benchbook.reproduce.registry import FigureEntry, load_entry_file, load_registry
 from benchbook.reproduce.verdict import (
     EXACT_MEASURED,
     MEASURED,
@@ -83,7 +83,7 @@ def known_truth(tmp_path_factory):
     return entry, out, Verdict.for_entry(entry).judge_runs(out)
 
 
-def _entry(tmp_path: Path, text: str) -> object:
+def _entry(tmp_path: Path, text: str) -> FigureEntry:
     """An entry file written under its id (the registry wants the file named as the entry)."""
     entry_id = text.split('"')[1]
     path = tmp_path / f"{entry_id}.toml"
