@@ -104,30 +104,51 @@ def serve(path: str) -> None:
             continue
         conn.settimeout(None)
         with conn:
-            req = json.loads(conn.makefile("r").readline())
-            with tempfile.TemporaryFile() as out:
-                pid = os.fork()
-                if pid == 0:
-                    srv.close()
-                    child(req, out.fileno())
-                rc = _wait(pid, float(req.get("timeout_s", 600)))
-                out.seek(0)
-                text = out.read().decode("utf-8", "replace")
-            conn.sendall((json.dumps({"rc": rc, "output": text[-20000:]}) + "\n").encode())
+            # one request that goes wrong (a client killed while it waits, a line that is not JSON) ends that
+            # request, never the server: a dead server once made every later mutant's run fail, counted as kills
+            try:
+                serve_one(srv, conn)
+            except (OSError, ValueError) as exc:
+                print(f"fork server: request dropped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
-def _wait(pid: int, timeout_s: float) -> int | None:
+def serve_one(srv: socket.socket, conn: socket.socket) -> None:
+    req = json.loads(conn.makefile("r").readline())
+    with tempfile.TemporaryFile() as out:
+        pid = os.fork()
+        if pid == 0:
+            srv.close()
+            child(req, out.fileno())
+        rc = _wait(pid, float(req.get("timeout_s", 600)), conn)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    conn.sendall((json.dumps({"rc": rc, "output": text[-20000:]}) + "\n").encode())
+
+
+def _wait(pid: int, timeout_s: float, conn: socket.socket) -> int | None:
+    """The child's exit status; None when the timeout ended it, or when the client hung up meanwhile (nobody is
+    left to read the answer: the child is ended so that the next request does not wait for it)."""
     deadline = time.monotonic() + timeout_s
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or _hung_up(conn):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return None
         time.sleep(0.02)
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """Whether the client closed its end (a client sends its one request line, then only reads)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def request(path: str, req: dict) -> dict:

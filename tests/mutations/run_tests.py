@@ -9,7 +9,8 @@ warm numba cache, the kernel modules the mutated file reaches, the timeouts, and
 is a copy of the warm cache (filled by the unmutated tree's coverage pass) without the entries of any kernel
 module that imports the mutated file directly or indirectly: those compile afresh from the mutant, the others
 load what the unmutated tree compiled. Exit status 0 when the tests pass (the mutant survived), 1 when one
-fails, errors, or is ended by the per-test timeout (killed; the log says which and by what).
+fails, errors, or is ended by the per-test timeout (killed; the log says which and by what). score.py counts a
+kill only with its log entry, so a failure of this script itself is never a kill.
 """
 
 from __future__ import annotations
@@ -61,9 +62,13 @@ def main(argv: list[str]) -> int:
 
             mutated = tree / "lib" / "benchbook" / cfg["module"]
             pyc = [str(p) for p in (mutated.parent / "__pycache__").glob(f"{mutated.stem}.*.pyc")]
-            answer = request(cfg["server"], {"args": args, "env": env, "cache": str(cache), "drop_pyc": pyc,
-                                             "timeout_s": cfg["run_timeout_s"]})
-            rc, out = answer["rc"], answer["output"]
+            try:
+                answer = request(cfg["server"], {"args": args, "env": env, "cache": str(cache), "drop_pyc": pyc,
+                                                 "timeout_s": cfg["run_timeout_s"]})
+                rc, out = answer["rc"], answer["output"]
+            except (OSError, ValueError, KeyError) as exc:  # the server is gone: this run's exit would be a "kill"
+                record["server"] = f"{type(exc).__name__}: {exc}; pytest ran as a new process"
+                rc, out = _subprocess(cfg, tree, args, env)
         else:
             rc, out = _subprocess(cfg, tree, args, env)
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
@@ -77,8 +82,12 @@ def main(argv: list[str]) -> int:
     if outcome != "survived" and not failed:
         record["tail"] = out[-600:]
     _log(cfg, record)
-    if mutant == "baseline" and outcome != "survived":
-        sys.stdout.write(out[-5000:])
+    if mutant == "baseline":
+        if outcome != "survived":
+            sys.stdout.write(out[-5000:])
+        # mutmut ends a mutant's run itself after 10 times its baseline run, without a word in the log; the
+        # baseline lasts long enough that this run's own timeout (logged, the child ended) always comes first
+        time.sleep(max(0.0, (cfg["run_timeout_s"] + 60) / 10 - (time.monotonic() - t0)))
     return 0 if outcome == "survived" else 1
 
 

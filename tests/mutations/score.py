@@ -17,8 +17,10 @@ A mutant is killed when a test fails or errors, or when the per-test timeout end
 column as well); surviving mutants reviewed as equivalent (tests/mutations/equivalent.toml, each with its reason,
 and three rules: XX wrapped around words of an error or warning message; numba's cache= or nogil= flipped; an
 annotation of an annotated assignment changed in a module that never evaluates its annotations) leave
-the denominator: score = killed / (mutants - equivalent). Results stay in build/mutate/ (mutmut's cache in the tree
-copy, the per-mutant log, report.md); a rerun of a module tests only its survivors again unless --fresh.
+the denominator: score = killed / (mutants - equivalent). A kill counts only with run_tests.py's log entry saying a
+test failed or the timeout ended the run (logged()); a mutant without one is untested and the module has no score.
+Results stay in build/mutate/ (mutmut's cache in the tree copy, the per-mutant log, report.md); a rerun of a module
+tests only its survivors and unproven mutants again unless --fresh.
 """
 
 from __future__ import annotations
@@ -259,6 +261,8 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
     if fresh:
         _forget(tree, m)
         log.unlink(missing_ok=True)
+    else:
+        _reopen_unproven(tree, m)
     (out / f"{m.slug}.tree").write_text(tree.name)  # where the module's latest results are
     t0 = time.monotonic()
     _drop_pyc(tree, m)
@@ -276,7 +280,8 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
         "module": m.path, "tree": str(tree), "python": str(PYTHON), "log": str(log),
         "warm_cache": str(WORK / "warm-cache"), "stale_stems": kernel_stems_reaching(m.lib_path),
         "shared": os.environ.get("BENCHBOOK_SHARED", str(REPO.parent / "shared")),
-        "test_timeout_s": int(max(60, 4 * longest)), "run_timeout_s": int(max(300, 3 * sum(durations.values()))),
+        "test_timeout_s": int(max(60, 4 * longest)),
+        "run_timeout_s": int(max(300, 3 * sum(durations.values()), 4 * longest + 60)),  # the per-test one first
     }
     server = start_server(tree, WORK / f"server-{worker}.sock")
     if server is not None:
@@ -338,6 +343,22 @@ def _forget(tree: Path, m: Module) -> None:
             con.execute("DELETE FROM Line WHERE sourcefile = ?", (sid,))
             con.execute("DELETE FROM SourceFile WHERE id = ?", (sid,))
     con.close()
+
+
+def _reopen_unproven(tree: Path, m: Module) -> int:
+    """Mark the module's mutants whose status the log does not bear out (logged()) untested in mutmut's cache, so
+    that this run tests them (mutmut never tests a killed mutant again); returns how many."""
+    unproven = [mu for mu in read_mutants(tree, m) if mu.status in DONE and not logged(mu)]
+    if not unproven:
+        return 0
+    con = sqlite3.connect(tree / ".mutmut-cache")
+    with con:
+        for mu in unproven:
+            con.execute("UPDATE Mutant SET status = 'untested' WHERE \"index\" = ? AND line IN (SELECT Line.id "
+                        "FROM Line JOIN SourceFile ON Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? "
+                        "AND Line.line_number = ?)", (mu.index, m.lib_path, mu.line_number - 1))
+    con.close()
+    return len(unproven)
 
 
 # -- results -----------------------------------------------------------------------------------------------------------
@@ -473,10 +494,22 @@ class Row:
         return self.killed / denom if denom > 0 and not self.untested else None
 
 
+def logged(mu: Mutant) -> bool:
+    """Whether run_tests.py's log bears out mutmut's status. mutmut counts any non-zero exit of the test command as
+    a kill, also one of run_tests.py itself (a fork server that did not answer once counted 264 mutants of judge.py
+    killed that no test had run); a kill counts only with a log entry that says a test failed or the timeout ended
+    the run. mutmut's own timeout (bad_timeout) ends run_tests.py before it can log, and stays a kill."""
+    if mu.status in ("ok_killed", "ok_suspicious"):
+        return mu.outcome.get("outcome") in ("killed", "timeout")
+    if mu.status == "bad_survived":
+        return mu.outcome.get("outcome") == "survived"
+    return True
+
+
 def tally(m: Module, mutants: list[Mutant]) -> Row:
     row = Row(m.path, mutants=len(mutants))
     for mu in mutants:
-        if mu.status not in DONE:
+        if mu.status not in DONE or not logged(mu):
             row.untested += 1
         elif mu.status in ("ok_killed", "ok_suspicious", "bad_timeout"):
             row.killed += 1

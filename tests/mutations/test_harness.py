@@ -1,0 +1,98 @@
+"""The mutation-score harness itself (score.py, run_tests.py, forkserver.py): a failure of the harness is never a
+killed mutant. A fork server that died once (a client killed while it waited made its answer a BrokenPipeError)
+turned every later mutant of judge.py into a "kill" that no test had run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"mutation_harness_{name}", HERE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(mod)
+    return mod
+
+
+forkserver = _load("forkserver")
+run_tests = _load("run_tests")
+score = _load("score")
+
+
+def test_a_client_that_hangs_up_is_seen():
+    server_end, client_end = socket.socketpair()
+    with server_end:
+        assert not forkserver._hung_up(server_end)
+        client_end.close()
+        assert forkserver._hung_up(server_end)
+
+
+def test_the_server_ends_the_child_of_a_client_that_hung_up():
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own session, as the server's children, then a hang
+        os.setsid()
+        os.write(ready_w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    os.read(ready_r, 1)
+    os.close(ready_r)
+    os.close(ready_w)
+    server_end, client_end = socket.socketpair()
+    client_end.close()
+    t0 = time.monotonic()
+    with server_end:
+        assert forkserver._wait(pid, 120.0, server_end) is None
+    assert time.monotonic() - t0 < 10
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
+
+
+def _tree(tmp_path: Path, test_body: str) -> tuple[Path, list[str]]:
+    tree = tmp_path / "tree"
+    (tree / "lib" / "benchbook").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_one.py").write_text(f"def test_one():\n    {test_body}\n")
+    cfg = {"module": "x.py", "tree": str(tree), "python": sys.executable, "log": str(tmp_path / "log.jsonl"),
+           "warm_cache": str(tmp_path / "no-warm-cache"), "stale_stems": [], "shared": str(tmp_path),
+           "test_timeout_s": 60, "run_timeout_s": 120, "server": str(tmp_path / "no-server.sock")}
+    (tmp_path / "run.json").write_text(json.dumps(cfg))
+    return tmp_path / "run.json", ["tests/test_one.py"]
+
+
+@pytest.mark.parametrize(("body", "rc", "outcome"), [("assert True", 0, "survived"), ("assert False", 1, "killed")])
+def test_a_server_that_is_gone_leaves_the_outcome_to_the_tests(tmp_path, monkeypatch, body, rc, outcome):
+    cfg, tests = _tree(tmp_path, body)
+    monkeypatch.setenv("MUTATE_RUN_CONFIG", str(cfg))
+    monkeypatch.setenv("MUTATE_MUTANT", "7:1")
+    assert run_tests.main(["--", *tests]) == rc
+    (record,) = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert (record["mutant"], record["outcome"]) == ("7:1", outcome)
+    assert record["server"].startswith(("FileNotFoundError", "ConnectionRefusedError"))
+    assert record["server"].endswith("pytest ran as a new process")
+
+
+def _mutant(status: str, outcome: str | None) -> object:
+    return score.Mutant(3, 0, status, "x = 1", "x = 2", {"outcome": outcome} if outcome else {})
+
+
+def test_a_kill_counts_only_with_its_log_entry():
+    m = score.Module("x.py", ["tests/test_x.py"])
+    row = score.tally(m, [_mutant("ok_killed", "killed"), _mutant("ok_suspicious", "timeout"),
+                          _mutant("bad_timeout", None), _mutant("bad_survived", "survived")])
+    assert (row.killed, row.timeout, row.survived, row.untested, row.score) == (3, 2, 1, 0, 0.75)
+    for unproven in (_mutant("ok_killed", None), _mutant("ok_killed", "survived"), _mutant("bad_survived", None),
+                     _mutant("ok_suspicious", "error")):
+        row = score.tally(m, [_mutant("ok_killed", "killed"), unproven])
+        assert (row.killed, row.untested, row.score) == (1, 1, None)
