@@ -501,6 +501,32 @@ MUTATIONS = (
         hint="judge.py",
     ),
     Mutation(
+        "p100-judged-as-a-percentile",
+        "p0 and p100 are taken for resolvable percentiles: a row on p100_latency_ms gets order-statistic intervals "
+        "of run maxima instead of 'not resolvable' (V11)",
+        (("    if _EXTREME.search(statistic) or percent in (0.0, 100.0):",
+          "    if _EXTREME.search(statistic):"),
+         ("    if percent is None or percent > 100:", "    if percent is None or not 0 < percent < 100:")),
+        ("tests/reproduce/test_judge_rules.py::test_a_row_on_p100_is_not_judged_as_a_number",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "claim-across-units",
+        "a claim compares a and b whatever their units: 1 Gbit/s against 500 Mbit/s is judged on ln(1 / 500)",
+        (("    if a.unit != b.unit or \",\" in a.unit:", "    if False:"),),
+        ("tests/reproduce/test_judge_rules.py::test_a_claim_on_statistics_in_different_units_is_refused",),
+        hint="judge.py",
+    ),
+    Mutation(
+        "share-runs-needed-by-bisection",
+        "a share claim's runs needed is the last count that decides in the first block that has one, not the "
+        "smallest: 5 of 7 against q = 0.8 asks for more than the 93 runs that decide",
+        (("        for i in np.flatnonzero((low >= q - 1e-9) | (high < q + 1e-9)):",
+          "        for i in np.flatnonzero((low >= q - 1e-9) | (high < q + 1e-9))[-1:]:"),),
+        ("tests/reproduce/test_judge_rules.py::test_five_of_seven_against_0_8_needs_93_runs_not_100",),
+        hint="judge.py",
+    ),
+    Mutation(
         "run-sniffing-reads-4096-bytes",
         "a run file's type is sniffed from its first 4096 bytes only: an iperf3 report after 4096 bytes of white "
         "space is taken for a MoonGen CSV and refused",

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchbook.analysis.equivalence import Margin
+from benchbook.analysis.intervals import proportion_interval
 from benchbook.experiment.repetitions import SUMMARY_FILE, TABLE_FILE
 from benchbook.reproduce import judge as judge_module
 from benchbook.reproduce.judge import (
@@ -326,8 +327,12 @@ def test_unit_spellings_that_are_the_same_unit(tmp_path):
     r = judge_value(one, runs_data(recs("a", "ratio", [0.5, 0.51, 0.49, 0.5, 0.52, 0.48], unit="1")), NO_FLOORS)
     assert r.status == "reproduced"
     us_claim = claim_of(tmp_path, claim("gt", "a > b", "a:lat", "a:base"))
-    c = judge_claim(us_claim, runs_data(recs("a", "lat", [2.0] * 6, unit="µs"), recs("a", "base", [1.0] * 6, unit="1")))
-    assert (c.unit_a, c.unit_b) == ("us", "")
+    c = judge_claim(us_claim, runs_data(recs("a", "lat", [2.0] * 6, unit="µs"),
+                                        recs("a", "base", [1.0] * 6, unit="us")))
+    assert (c.unit_a, c.unit_b, c.verdict) == ("us", "us", "holds")
+    none = judge_claim(us_claim, runs_data(recs("a", "lat", [2.0] * 6, unit="1"),
+                                           recs("a", "base", [1.0] * 6, unit="")))
+    assert (none.unit_a, none.unit_b, none.verdict) == ("", "", "holds")
 
 
 def test_unresolvable_rows_say_so_with_the_runs_left_out(tmp_path):
@@ -466,7 +471,8 @@ def test_paired_effect_order_statistics_and_their_standard_error():
                         "rule, equal tails), q = 0.5: [X(1), X(8)] of 8")
     few = paired_effect(d[:5])
     assert (few.ci90, few.ci95, few.runs) == (None, None, 5)
-    assert few.reason == "5 run(s): the order-statistic interval of a median needs at least 6 runs"
+    assert few.reason == "5 run(s): the 95 % order-statistic interval of a median needs at least 6 runs"
+    assert few.min_runs == 6
     assert few.method == "order-statistic intervals of the median over 5 per-run pairs"
     assert few.standard_error == pytest.approx(math.sqrt(math.pi / 2) * np.std(d[:5], ddof=1) / math.sqrt(5))
 
@@ -525,8 +531,8 @@ def test_one_run_per_arm_asks_for_the_minimum(tmp_path):
     assert c.reason.endswith("; no interval yet; about 6 runs per arm would likely decide")
     p = judge_claim(claim_of(tmp_path, claim("gt", "a > b", "x:a", "x:b")),
                     runs_data(recs("x", "a", [100.0]), recs("x", "b", [90.0])))
-    assert p.runs_needed == 6 and p.reason == ("1 run(s): the order-statistic interval of a median needs at least 6 "
-                                               "runs; no interval yet; about 6 runs would likely decide")
+    assert p.runs_needed == 6 and p.reason == ("1 run(s): the 95 % order-statistic interval of a median needs at "
+                                               "least 6 runs; no interval yet; about 6 runs would likely decide")
 
 
 def test_delta_on_the_margin_is_undecidable(tmp_path):
@@ -553,9 +559,12 @@ def test_claims_on_statistics_no_run_resolves_show_what_was_observed(tmp_path):
     assert c.reason == (f"a:max_ms: not resolvable: max_ms {ext}; b:max_ms: not resolvable: max_ms {ext}; observed: "
                         "a:max_ms 8.75..9.5 ms over 3 run(s) x N = 1000, b:max_ms 7..7.25 ms over 2 run(s) x "
                         "N = 10..20")
-    r = judge_claim(claim_of(tmp_path, claim("r", "a > b", "a:max_ratio", "a:p99_ms")), data)
-    assert r.reason.endswith("; observed: a:max_ratio 2..3 over 2 run(s) x N not recorded, "
+    r = judge_claim(claim_of(tmp_path, claim("r", "a > b", "a:max_ms", "a:p99_ms")), data)
+    assert r.reason.endswith("; observed: a:max_ms 8.75..9.5 ms over 3 run(s) x N = 1000, "
                              "a:p99_ms 1..2 ms over 2 run(s) x N = 400")
+    r = judge_claim(claim_of(tmp_path, claim("r", "a > b", "a:max_ratio", "a:max_ratio")), data)
+    assert r.reason.endswith("; observed: a:max_ratio 2..3 over 2 run(s) x N not recorded, "
+                             "a:max_ratio 2..3 over 2 run(s) x N not recorded")
     unres = runs_data(recs("a", "p99_ms", [5.0, None], n=[400, 100], unit="ms"), recs("b", "p99_ms", [4.0, 4.1]))
     u = judge_claim(claim_of(tmp_path, claim("u", "a > b", "a:p99_ms", "b:p99_ms")), unres)
     assert (u.verdict, u.method) == ("inconclusive", "resolvability of the statistics (V2, V11)")
@@ -666,32 +675,34 @@ def _undecided_until(runs: int, q: float) -> int:
     return hi
 
 
-def test_a_share_claim_projects_past_a_million_runs_before_giving_up(tmp_path):
-    """Six runs of a share at 1/2 against q = 0.50075: about 1.7 million runs would decide. The search doubles 7,
-    14, ... 917504 (undecided, not yet past MAX_PLANNED_RUNS), 1835008 (decides) and names the count; a count
-    past the last doubling names none."""
-    q = 0.50075
+def test_a_share_claim_projects_up_to_a_million_runs_before_giving_up(tmp_path):
+    """Six runs of a share at 1/2 against q = 0.5012: about 667,000 runs would decide, and the count is found;
+    against q = 0.50075 about 1.7 million would: past MAX_PLANNED_RUNS, no count is named."""
+    q = 0.5012
     c = _share(tmp_path, [1, 0, 1, 0, 1, 0], [1] * 6, q)
     assert c.verdict == "inconclusive" and c.share == 0.5
     need = c.runs_needed
-    assert need is not None and 7 * 2**17 < 1_310_720 < need <= 7 * 2**18
-    # the interval clears q at that count and not one run before (rounding the successes of an odd count makes the
-    # edge ragged: another bisection may stop a few hundred runs away)
+    assert need is not None and 600_000 < need < MAX_PLANNED_RUNS
+    # the interval clears q at that count and not one run before; rounding the successes of an odd count makes the
+    # edge ragged, so a bisection stops later (667,745), never earlier
     assert clopper_pearson(round(need / 2), need)[1] < q <= clopper_pearson(round((need - 1) / 2), need - 1)[1]
-    assert need == pytest.approx(_undecided_until(6, q), rel=1e-3)
-    far = _share(tmp_path, [1, 0, 1, 0, 1, 0], [1] * 6, 0.5004)     # about 6 million: past the search
+    assert need == 666_921 and _undecided_until(6, q) == 667_745
+    far = _share(tmp_path, [1, 0, 1, 0, 1, 0], [1] * 6, 0.50075)
+    assert _undecided_until(6, 0.50075) > 1_600_000
     assert far.verdict == "inconclusive" and far.runs_needed is None
     assert far.reason.endswith("the share sits at (or within rounding of) q: more runs are unlikely to decide")
 
 
-def test_the_share_search_stops_once_a_doubled_count_passes_the_planned_maximum():
-    """_share_runs_needed at the cap: from 15624 runs the doubling reaches exactly 1,000,000 (not past the maximum,
-    so it doubles once more and finds the count); from 1,000,000 runs the first candidate 1,000,001 is past it."""
-    q = 0.50075
-    need = judge_module._share_runs_needed(7812, 15624, 15624, q)
-    assert need is not None and 1_000_000 < need <= 2_000_000
-    assert clopper_pearson(round(need / 2), need)[1] < q <= clopper_pearson(round((need - 1) / 2), need - 1)[1]
-    assert judge_module._share_runs_needed(500_000, 1_000_000, 1_000_000, q) is None
+def test_the_share_search_tries_every_count_up_to_the_planned_maximum(monkeypatch):
+    """5 of 7 (one trial per run) against q = 0.8 first clears q at 93 runs: found with the cap at 93, not at 92;
+    from the cap itself no count is left to try."""
+    monkeypatch.setattr(judge_module, "MAX_PLANNED_RUNS", 93)
+    assert judge_module._share_runs_needed(5, 7, 7, 0.8) == 93
+    monkeypatch.setattr(judge_module, "MAX_PLANNED_RUNS", 92)
+    assert judge_module._share_runs_needed(5, 7, 7, 0.8) is None
+    monkeypatch.setattr(judge_module, "MAX_PLANNED_RUNS", 10**6)
+    assert judge_module._share_runs_needed(10**6, 2 * 10**6, 10**6, 0.9) is None
+    assert judge_module._share_runs_needed(10**6 - 1, 2 * 10**6 - 2, 10**6 - 1, 0.9) == 10**6
 
 
 def test_share_claims_that_cannot_be_judged_say_why(tmp_path):
@@ -879,3 +890,102 @@ def test_a_judgement_starts_without_notes_or_a_noise_floor(tmp_path):
     assert j.rows[0].status == "not derivable" and j.claims[0].verdict == "not derivable"
     bare, other = judge_module.Judgement([], [], None), judge_module.Judgement([], [], None)
     assert bare.noise_floor is None and bare.notes == [] and bare.notes is not other.notes
+
+
+# -- faults found by review (each failed before its fix) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["p100", "p100_latency", "probe_p100_ms", "p0", "p0_latency", "p100.0"])
+def test_p0_and_p100_are_extremes_that_no_n_resolves(name):
+    for n in ([10**6] * 6, [None], [3]):
+        why = within_run_limit(name, n)
+        assert why == (f"not resolvable: {name} is an extreme of its run (a maximum or minimum has no confidence "
+                       "interval at any N, V11); more runs do not help")
+
+
+def test_a_row_on_p100_is_not_judged_as_a_number():
+    pv = PublishedValue("max", 9.0, "ms", measured=True, arm="a", run_statistic="p100_latency_ms", margin_rel=0.1,
+                        margin_source=("paper spread",), value_range="rate")
+    r = judge_value(pv, runs_data(recs("a", "p100_latency_ms", [9.0, 9.1, 8.9, 9.0, 9.05, 8.95], 10**6, "ms")),
+                    NO_FLOORS)
+    assert (r.status, r.method, r.runs_needed, r.ci95) == (
+        "inconclusive", "resolvability of the statistic (V2, V11)", None, None), r.reason
+
+
+def test_a_paired_claim_at_a_look_alpha_names_the_runs_its_interval_needs():
+    """alpha = 0.0125: the equal-tailed 98.75 % interval of a median needs 8 runs (P(K = 0) = 2^-r <= 0.00625),
+    not MIN_RUNS = 6; a row in the same place already said 8."""
+    d = np.array([0.30, 0.31, 0.32, 0.33, 0.34, 0.35])
+    data = runs_data(recs("x", "a", list(100 * np.exp(d))), recs("x", "b", [100.0] * 6))
+    c = judge_claim(Claim("c", "c", "a > b", a=StatisticRef("x", "a"), b=StatisticRef("x", "b")), data, alpha=0.0125)
+    assert (c.verdict, c.ci95, c.runs_needed) == ("inconclusive", None, 8), c.reason
+    assert c.reason.startswith("6 run(s): the 98.75 % order-statistic interval of a median needs at least 8 runs; "
+                               "no interval yet; about 8 runs would likely decide"), c.reason
+    assert paired_effect(d, alpha=0.0125).min_runs == 8 and paired_effect(d[:5]).min_runs == 6
+    assert paired_effect(np.append(d, [0.36, 0.37]), alpha=0.0125).ci95 is not None     # and 8 give one
+
+
+def test_an_unpaired_claim_names_the_run_counts_in_the_claim_s_order():
+    claim = Claim("u", "u", "a > b", a=StatisticRef("a", "t"), b=StatisticRef("b", "t"))
+    few = judge_claim(claim, runs_data(recs("a", "t", [100.0, 110, 120]), recs("b", "t", [95.0, 105, 115, 100, 110])))
+    assert few.runs == [3, 5] and few.reason.startswith("3 vs 5 runs: a bootstrap over fewer than 6"), few.reason
+    some = judge_claim(claim, runs_data(recs("a", "t", [100.0, 110, 120, 101, 102, 103]),
+                                        recs("b", "t", [95.0, 105, 115, 100, 110, 99, 98])))
+    assert some.runs == [6, 7] and some.method.startswith("bootstrap over runs (6 vs 7; "), some.method
+    same = judge_claim(claim, runs_data(recs("a", "t", [100.0, 110, 120, 101, 102, 103]),
+                                        recs("b", "t", [95.0, 105, 115, 100, 110, 99])))
+    assert same.method.startswith("bootstrap over runs (6 vs 6; ")
+
+
+MIXED = ["ms", "us", "ms", "ms", "ms", "ms"]
+
+
+@pytest.mark.parametrize(("unit_a", "unit_b"), [("Gbit/s", "Mbit/s"), ("ms", ""), (MIXED, MIXED)])
+def test_a_claim_on_statistics_in_different_units_is_refused(unit_a, unit_b):
+    """1 Gbit/s against 500 Mbit/s was judged on ln(1 / 500): "a > b fails"."""
+    claim = Claim("u", "u", "a > b", a=StatisticRef("a", "rate"), b=StatisticRef("b", "rate"))
+    data = runs_data(recs("a", "rate", [1.0] * 6, unit=unit_a), recs("b", "rate", [500.0] * 6, unit=unit_b))
+    with pytest.raises(JudgeError) as exc:
+        judge_claim(claim, data, source="papers/x/fig.toml")
+    a_unit = unit_a if isinstance(unit_a, str) else "ms, us"
+    b_unit = unit_b if isinstance(unit_b, str) else "ms, us"
+    assert str(exc.value) == (f"papers/x/fig.toml: [[claims]] 'u': the runs give a:rate in {a_unit!r} and b:rate in "
+                              f"{b_unit!r}: a claim compares two statistics in one unit; emit both in the same unit")
+    spelled = runs_data(recs("a", "rate", [600.0] * 6, unit="µs"), recs("b", "rate", [500.0] * 6, unit="us"))
+    assert judge_claim(claim, spelled).verdict == "holds"                           # one unit, two spellings
+
+
+def _share_clears(k: int, n: int, runs: int, r: int, q: float, alpha: float = 0.05) -> bool:
+    """The reference: proportion_interval at r runs, the share and the trials per run projected as observed."""
+    trials = max(1, round(n / runs * r))
+    ci = proportion_interval(min(trials, round(k / n * trials)), trials, 1 - alpha)
+    return ci.low >= q or ci.high < q
+
+
+def test_five_of_seven_against_0_8_needs_93_runs_not_100():
+    """5 of 7 (one trial per run) against q = 0.8: 93 runs clear q; the bisection over a predicate that is not
+    monotone in the runs (rounded projections) said 100."""
+    claim = Claim("s", "s", "share >=", successes=StatisticRef("a", "ok"), trials=StatisticRef("a", "all"), q=0.8)
+    c = judge_claim(claim, runs_data(recs("a", "ok", [1, 1, 1, 1, 1, 0, 0], None, ""),
+                                     recs("a", "all", [1] * 7, None, "")))
+    smallest = next(r for r in itertools.count(8) if _share_clears(5, 7, 7, r, 0.8))
+    assert c.verdict == "inconclusive" and smallest == 93 and c.runs_needed == 93, c.runs_needed
+
+
+def test_share_runs_needed_is_the_smallest_count_on_random_draws():
+    rng = np.random.default_rng(23)
+    checked = 0
+    for _ in range(150):
+        runs = int(rng.integers(1, 13))
+        n = int(rng.integers(runs, 41))
+        k = int(rng.integers(0, n + 1))
+        q = float(rng.choice([0.5, 0.8, 0.9, 0.95, 0.99]))
+        got = judge_module._share_runs_needed(k, n, runs, q)
+        if k / n == q:
+            assert got is None
+            continue
+        if got is None or got > 400:
+            continue
+        assert _share_clears(k, n, runs, got, q), (k, n, runs, q, got)
+        assert not any(_share_clears(k, n, runs, r, q) for r in range(runs + 1, got)), (k, n, runs, q, got)
+        checked += 1
+    assert checked >= 60

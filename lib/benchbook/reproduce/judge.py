@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from benchbook.analysis.bootstrap import DEFAULT_SEED, RESAMPLES, bootstrap_delta, delta_of_medians
 from benchbook.analysis.equivalence import (
@@ -79,7 +80,7 @@ from benchbook.reproduce.verdict_rows import (
     MeasuredRow,
 )
 
-MAX_PLANNED_RUNS = 1_000_000   # a share claim's runs_needed search stops here (None: no count decides)
+MAX_PLANNED_RUNS = 1_000_000   # the largest count a share claim's runs_needed search tries (None: none decides)
 _PERCENTILE = re.compile(r"(?:^|[_.])p(\d+(?:\.\d+)?)(?=$|[_.])")
 _EXTREME = re.compile(r"^(?:max|min)(?:$|[_.])|[_.](?:max|min)$")
 _UNIT_ALIASES = {"1": "", "µs": "us"}
@@ -111,16 +112,14 @@ def margin_of(item: PublishedValue | Claim) -> Margin | None:
 
 
 def within_run_limit(statistic: str, n_per_run: list[int | None]) -> str | None:
-    """Why a run cannot resolve ``statistic`` (V2, V11), or None: an extreme never, a percentile not below the
-    samples it needs at alpha = 0.05 (the fewest samples of any run count)."""
-    if _EXTREME.search(statistic):
+    """Why a run cannot resolve ``statistic`` (V2, V11), or None: an extreme (max, min, p0, p100) never, a
+    percentile not below the samples it needs at alpha = 0.05 (the fewest samples of any run count)."""
+    m = _PERCENTILE.search(statistic)
+    percent = float(m.group(1)) if m is not None else None
+    if _EXTREME.search(statistic) or percent in (0.0, 100.0):
         return (f"not resolvable: {statistic} is an extreme of its run (a maximum or minimum has no confidence "
                 f"interval at any N, V11); more runs do not help")
-    m = _PERCENTILE.search(statistic)
-    if m is None:
-        return None
-    percent = float(m.group(1))
-    if not 0 < percent < 100:
+    if percent is None or percent > 100:
         return None
     need = samples_needed(percent)
     known = [n for n in n_per_run if n is not None]
@@ -316,6 +315,7 @@ class Effect:
     method: str
     seed: int | None = None
     reason: str = ""
+    min_runs: int = MIN_RUNS   # the runs (per arm) an interval at this alpha needs at least
 
 
 def paired_effect(d: np.ndarray, alpha: float = ALPHA) -> Effect:
@@ -326,9 +326,12 @@ def paired_effect(d: np.ndarray, alpha: float = ALPHA) -> Effect:
     i90, i95 = (quantile_interval(d, 0.5, level, REAL, tails="equal") for level in levels(alpha))
     method = f"order-statistic intervals of the median over {d.size} per-run pairs"
     if isinstance(i90, NoInterval) or isinstance(i95, NoInterval) or d.size < MIN_RUNS:
+        # the wider (1 - alpha) interval needs the most runs; at alpha < 0.05 (a look of --until-decisive) more
+        # than MIN_RUNS
+        need = max(MIN_RUNS, *(i.runs_needed or 0 for i in (i90, i95) if isinstance(i, NoInterval)))
         return Effect(est, None, None, spread_standard_error(d, None, "difference"), d.size, method,
-                      reason=f"{d.size} run(s): the order-statistic interval of a median needs at least {MIN_RUNS} "
-                             "runs")
+                      reason=f"{d.size} run(s): the {level_text(1 - alpha)} order-statistic interval of a median "
+                             f"needs at least {need} runs", min_runs=need)
     se = (i95.high - i95.low) / (2 * NormalDist().inv_cdf(1 - alpha / 2))   # the interval's half-width in se
     return Effect(est, (i90.low, i90.high), (i95.low, i95.high), se, d.size, f"{method}: {i95.method}")
 
@@ -338,21 +341,24 @@ def unpaired_effect(a: np.ndarray, b: np.ndarray, scale: str, seed: int, alpha: 
     1 - 2 alpha and 1 - alpha percentile intervals)."""
     harmonic = 2.0 / (1.0 / a.size + 1.0 / b.size)
     tost, different = levels(alpha)
+    # bootstrap_delta(reference, other) is Delta = ln(other / reference): b is the reference; its texts name the
+    # arms' run counts in its argument order, put back in the claim's (a, b)
     boot = bootstrap_delta(b, a, scale, (tost, different), RESAMPLES, seed)  # type: ignore[arg-type]
+    swapped, ordered = f"{b.size} vs {a.size}", f"{a.size} vs {b.size}"
     if isinstance(boot, NoInterval):
         est = float(delta_of_medians(b, a, scale))  # type: ignore[arg-type]
         return Effect(est, None, None, spread_standard_error(b, a, scale), harmonic, boot.method,  # type: ignore
-                      reason=boot.reason)
+                      reason=boot.reason.replace(swapped, ordered, 1), min_runs=boot.runs_needed or MIN_RUNS)
     return Effect(boot.estimate, boot.interval(tost), boot.interval(different), boot.standard_error,
-                  harmonic, boot.method, seed)
+                  harmonic, boot.method.replace(f"({swapped};", f"({ordered};", 1), seed)
 
 
 def _needed(effect: Effect, gap_estimate: float, delta: float, alpha: float = ALPHA) -> int | None:
     """Runs (per arm) that would likely decide: runs_needed on the observed spread; with no interval yet at
-    least MIN_RUNS."""
+    least the runs an interval at this alpha needs."""
     need = runs_needed(gap_estimate, effect.standard_error, effect.runs, delta, alpha=alpha)
     if effect.ci95 is None:
-        return max(need or MIN_RUNS, MIN_RUNS)
+        return max(need or effect.min_runs, effect.min_runs)
     return need
 
 
@@ -371,27 +377,34 @@ def _observed(got: PerRun) -> str:
 
 
 def _share_runs_needed(k: int, n: int, runs: int, q: float, alpha: float = ALPHA) -> int | None:
-    """The smallest run count at which the Clopper-Pearson 95 % interval of a share that stays at k/n (with the
-    trials per run as observed) would lie wholly on one side of q; None when the share sits at q."""
-    share, per_run = k / n, n / runs
+    """The smallest run count above ``runs`` at which the Clopper-Pearson interval at 1 - alpha of a share that
+    stays at k/n (the trials per run as observed, whole trials and successes) would lie wholly on one side of q;
+    None when the share sits at q or no count up to MAX_PLANNED_RUNS decides. Whether a count decides is not
+    monotone in it (the projected counts are rounded), so every count is tried, in blocks of doubling length: the
+    interval's bounds of a whole block from the beta quantiles at once, and each count they pick (to within 1e-9
+    of q) confirmed by proportion_interval itself, which decides the verdict."""
+    if k / n == q:
+        return None
 
     def decided(r: int) -> bool:
-        trials = max(1, round(per_run * r))
-        ci = proportion_interval(min(trials, round(share * trials)), trials, 1 - alpha)
+        trials = max(1, round(n / runs * r))
+        ci = proportion_interval(min(trials, round(k / n * trials)), trials, 1 - alpha)
         return ci.low >= q or ci.high < q
 
-    if share == q:
-        return None
-    hi = runs + 1
-    while not decided(hi):
-        if hi > MAX_PLANNED_RUNS:
-            return None
-        hi *= 2
-    lo = max(runs, hi // 2)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if decided(mid) else (mid, hi)
-    return hi
+    start, length = runs + 1, runs + 1
+    while start <= MAX_PLANNED_RUNS:
+        r = np.arange(start, min(start + length, MAX_PLANNED_RUNS + 1), dtype=np.float64)
+        trials = np.maximum(1.0, np.round(n / runs * r))
+        successes = np.minimum(trials, np.round(k / n * trials))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low = np.where(successes > 0, stats.beta.ppf(alpha / 2, successes, trials - successes + 1), 0.0)
+            high = np.where(successes < trials, stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes),
+                            1.0)
+        for i in np.flatnonzero((low >= q - 1e-9) | (high < q + 1e-9)):
+            if decided(int(r[i])):
+                return int(r[i])
+        start, length = start + length, 2 * length
+    return None
 
 
 def _on_common_runs(a: PerRun, b: PerRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -474,6 +487,9 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
         res.verdict, res.method, res.reason = INCONCLUSIVE, _RESOLVABILITY, "; ".join(dict.fromkeys(unresolved))
         return res
     assert isinstance(a, PerRun) and isinstance(b, PerRun)
+    if a.unit != b.unit or "," in a.unit:  # ln(a / b) and a - b mean nothing across units (PerRun joins mixed ones)
+        raise JudgeError(f"{source}: [[claims]] {claim.id!r}: the runs give {claim.a} in {a.unit!r} and {claim.b} in "
+                         f"{b.unit!r}: a claim compares two statistics in one unit; emit both in the same unit")
     paired = claim.a.arm == claim.b.arm
     if paired:
         runs, va, vb = _on_common_runs(a, b)
