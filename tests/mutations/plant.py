@@ -527,6 +527,15 @@ MUTATIONS = (
         hint="judge.py",
     ),
     Mutation(
+        "unjudged-claims-forgotten",
+        "finalize() leaves the [[claims]] of a measured entry that judge_runs never judged out: a claims-only "
+        "entry whose notebook skipped judge_runs ends 'figure redrawn' and ok",
+        (("        if self.measured:\n            judged = {c.id for c in self.claims}",
+          "        if False:\n            judged = {c.id for c in self.claims}"),),
+        ("tests/reproduce/test_verdict_rules.py::test_a_claims_only_entry_without_judge_runs_is_partial_not_redrawn",),
+        hint="verdict.py",
+    ),
+    Mutation(
         "run-sniffing-reads-4096-bytes",
         "a run file's type is sniffed from its first 4096 bytes only: an iperf3 report after 4096 bytes of white "
         "space is taken for a MoonGen CSV and refused",

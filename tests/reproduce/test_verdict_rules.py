@@ -462,12 +462,15 @@ def test_a_measured_verdict_without_judge_runs_reports_every_value_not_derivable
     assert row.reason == "the notebook did not compute this value (judge_runs was not called)"
     assert row.note == "test truth: b's runs draw around 80 Mbit/s, 20 % below the value"
     assert row.tolerance == "±5 % (paper spread)"
-    assert (v.outcome, v.summary()) == ("partial", "no value judged, 7 not derivable")
+    assert (v.outcome, v.summary()) == ("partial", "no value judged, 7 not derivable, claims: 0 of 5 hold, 5 not "
+                                                   "derivable")
     parts = v.rich_table().renderables
     assert "│ 2 │ b: rate                          │ 100 Mbit/s │ -        │ -             │ -      │ 0    │ " \
            "not derivable │" in _text(parts[0], width=120)
-    assert parts[2].plain == ("[2] the notebook did not compute this value (judge_runs was not called); test truth: "
-                              "b's runs draw around 80 Mbit/s, 20 % below the value")
+    plain = [getattr(p, "plain", None) for p in parts]
+    assert ("[2] the notebook did not compute this value (judge_runs was not called); test truth: b's runs draw "
+            "around 80 Mbit/s, 20 % below the value") in plain
+    assert "a-faster: the notebook did not judge this claim (judge_runs was not called)" in plain
 
 
 def test_judge_runs_adds_to_the_notebooks_own_rows_and_refuses_a_second_judgement(known_truth):
@@ -1045,3 +1048,75 @@ def test_the_exports_are_what_the_module_offers():
     assert sorted(verdict_module.__all__) == sorted(
         ["EXACT_MEASURED", "MEASURED", "OUTCOMES", "PUBLISHED_DATA", "SCHEMA", "SCHEMAS", "STATUSES", "VERDICT_FILE",
          "ClaimResult", "MeasuredRow", "Verdict", "VerdictRow"])
+
+
+# -- faults found by review (each failed before its fix) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("computed", [np.float32(math.nan), np.float32(math.inf), np.float16(-math.inf)])
+def test_a_numpy_nan_of_any_width_is_not_derivable_never_a_mismatch(pd_entry, computed):
+    v = Verdict.for_entry(pd_entry)
+    row = v.check("b", computed)
+    assert (row.status, row.computed, v.outcome) == ("not derivable", None, "partial")
+    assert v.check("a", np.float32(100.19)).status == "match"
+
+
+CLAIMS_ONLY = '''id = "co"
+title = "t"
+citation = "c"
+notebook = "x.ipynb"
+mode = "local-measurement"
+[[claims]]
+id = "faster"
+text = "a is faster than b"
+principal = true
+test = "a > b"
+a = "a:rate_mbps"
+b = "b:rate_mbps"
+[[claims]]
+id = "near"
+text = "a near b"
+test = "a / b within"
+a = "a:rate_mbps"
+b = "b:rate_mbps"
+within = [0.9, 1.1]
+'''
+
+
+def test_a_claims_only_entry_without_judge_runs_is_partial_not_redrawn(tmp_path):
+    """Its claims were never judged: finalize marks them not derivable (it had ended "figure redrawn", ok)."""
+    v = Verdict.for_entry(_entry(tmp_path, CLAIMS_ONLY))
+    v.finalize()
+    assert [(c.id, c.verdict, c.principal, c.a, c.b, c.within) for c in v.claims] == [
+        ("faster", "not derivable", True, "a:rate_mbps", "b:rate_mbps", None),
+        ("near", "not derivable", False, "a:rate_mbps", "b:rate_mbps", [0.9, 1.1])]
+    assert {c.reason for c in v.claims} == {"the notebook did not judge this claim (judge_runs was not called)"}
+    assert v.outcome == "partial" and v.claim_status() == "not derivable"
+    v.finalize()
+    assert len(v.claims) == 2                                        # once
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("[]", "expected a JSON object, got list"),
+    ('{"schema": "benchbook.verdict/2"}', "figure_id: expected a non-empty string, got None"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": ""}', "figure_id: expected a non-empty string, got ''"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "rows": {}}', "rows: expected a list, got dict"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "rows": [null]}', "rows[0]: expected an object, got null"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "rows": [{"status": "match"}]}',
+     "rows[0]: expected a string name"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claims": [[]]}', "claims[0]: expected an object, got list"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claims": [{"test": "a > b"}]}',
+     "claims[0]: expected a string id"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "notes": [1]}', "notes[0]: expected a string, got int"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claim": "c"}', "claim: expected an object or null, got str"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "figures": []}',
+     "figures: expected an object or null, got list"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claims": [{"id": "c", "text": "t", "principal": true, '
+     '"test": "a > b", "verdict": "maybe"}]}',
+     "not a verdict: claim verdict 'maybe' is not one of holds, fails, inconclusive, not derivable"),
+])
+def test_a_malformed_verdict_json_is_refused_naming_the_file_and_the_field(tmp_path, text, problem):
+    path = tmp_path / "verdict.json"
+    path.write_text(text)
+    with pytest.raises(ValueError) as exc:
+        Verdict.load(path)
+    assert str(exc.value) == f"{path}: {problem}"

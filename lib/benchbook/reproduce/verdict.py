@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,8 @@ class Verdict:
             raise ValueError(f"{self.figure_id}: a measured entry's values are judged across runs against their "
                              "margins: call verdict.judge_runs(output_dir), not check()")
         pv = self._published(published, "check")
-        if computed is None or (isinstance(computed, float) and not math.isfinite(computed)):
+        # numpy's floats too (np.float32 is no float): a NaN or inf computed is "not derivable", never a mismatch
+        if computed is None or (isinstance(computed, numbers.Real) and not math.isfinite(float(computed))):
             status = NOT_DERIVABLE
             computed = None
         else:
@@ -212,7 +214,8 @@ class Verdict:
         self.figures[stem] = {k: str(v) for k, v in exports.items()}
 
     def finalize(self) -> None:
-        """Published values of the entry that no row covers become 'not derivable' rows."""
+        """Published values of the entry that no row covers become 'not derivable' rows; so do the [[claims]] of a
+        measured entry that judge_runs did not judge (a claims-only entry would otherwise end "figure redrawn")."""
         if self.entry is None:
             return
         covered = {r.name for r in self.rows}
@@ -220,6 +223,16 @@ class Verdict:
             if pv.name not in covered:
                 self.not_derivable(pv, "the notebook did not compute this value"
                                    + (" (judge_runs was not called)" if self.measured else ""))
+        if self.measured:
+            judged = {c.id for c in self.claims}
+            self.claims.extend(
+                ClaimResult(id=c.id, text=c.text, principal=c.principal, test=c.test, verdict=NOT_DERIVABLE,
+                            a=None if c.a is None else str(c.a), b=None if c.b is None else str(c.b),
+                            within=None if c.within is None else list(c.within), note=c.note,
+                            successes=None if c.successes is None else str(c.successes),
+                            trials=None if c.trials is None else str(c.trials), q=c.q,
+                            reason="the notebook did not judge this claim (judge_runs was not called)")
+                for c in self.entry.claims if c.id not in judged)
 
     # -- reading --------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -432,9 +445,17 @@ class Verdict:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
         if data.get("schema") not in SCHEMAS:
             raise ValueError(f"{path}: expected schema {' or '.join(map(repr, SCHEMAS))}, got {data.get('schema')!r}")
-        return cls.from_dict(data)
+        problem = _shape_problem(data)
+        if problem:
+            raise ValueError(f"{path}: {problem}")
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:    # a field of the right shape with a value no row takes
+            raise ValueError(f"{path}: not a verdict: {exc}") from exc
 
     def rich_table(self) -> Group:
         """A rich renderable: the verdict table (measured: estimate, 95 % interval, margin, runs), the claims,
@@ -518,6 +539,30 @@ def _claim_interval(c: ClaimResult) -> str:
     if c.test == "a / b within":
         return f"[{math.exp(c.ci95[0]):.4g}, {math.exp(c.ci95[1]):.4g}]"
     return f"[{math.expm1(c.ci95[0]) * 100:+.2f} %, {math.expm1(c.ci95[1]) * 100:+.2f} %]"
+
+
+def _shape_problem(data: dict[str, Any]) -> str:
+    """What in a verdict.json's top level is not as the schema says (empty when nothing): the figure id, the
+    lists of rows and claims and the objects in them, the claim, the figures, notes and plan."""
+    if not isinstance(data.get("figure_id"), str) or not data["figure_id"]:
+        return f"figure_id: expected a non-empty string, got {data.get('figure_id')!r}"
+    for key in ("rows", "claims", "notes"):
+        items = data.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return f"{key}: expected a list, got {type(items).__name__}"
+        want = str if key == "notes" else dict
+        for i, item in enumerate(items):
+            if not isinstance(item, want):
+                return (f"{key}[{i}]: expected {'a string' if want is str else 'an object'}, got "
+                        f"{type(item).__name__ if item is not None else 'null'}")
+            if want is dict and not isinstance(item.get("name" if key == "rows" else "id"), str):
+                return f"{key}[{i}]: expected a string {'name' if key == 'rows' else 'id'}"
+    for key in ("claim", "figures", "plan"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            return f"{key}: expected an object or null, got {type(data[key]).__name__}"
+    return ""
 
 
 def _read_json(path: Path, default: Any) -> Any:
