@@ -38,6 +38,7 @@ class _Buffer:
         self.base = 0
         self.eof = False
         whole = src.mapped()
+        self.mapped = whole is not None
         if whole is not None:  # plain file: map it, no copies and no refills
             self.buf, self.fill, self.eof = whole, len(whole), True
         else:  # the bytes read to tell the format come first
@@ -65,8 +66,18 @@ class _Buffer:
         self.base += self.pos
         self.buf, self.pos, self.fill = new, 0, left + got
 
+    def clamp(self) -> None:
+        """A mapped file cut short since it was mapped (a capture truncated while it is read): its pages past the
+        new end would kill the process with SIGBUS when touched, so the data ends at the file's size now and the
+        reader reports the record it cuts as a truncated file. Checked before every scan of the mapping; a file cut
+        while a chunk's bytes are being read can still fault: a property of mmap, the price of reading without
+        copies."""
+        if self.mapped:
+            self.fill = max(self.pos, min(self.fill, self.src.size_now() - self.base))
+
     def ensure(self, n: int) -> bool:
         """Make at least n unread bytes available if the file has them."""
+        self.clamp()
         if self.fill - self.pos >= n:
             return True
         if not self.eof:
@@ -199,6 +210,7 @@ def _read_pcap(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: int
         index = 0
         over = _CaplenOverWire()
         while True:
+            b.clamp()
             avail = b.fill - b.pos
             n_alloc = max(1, min(chunk_packets, avail // 16 + 1))
             ts, cap, wire, off, foff = pool.get(n_alloc)
@@ -401,6 +413,7 @@ def _read_pcapng(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: i
                 arrays = ifs.arrays()
                 b.pos += blen
                 continue
+            b.clamp()
             avail = b.fill - b.pos
             n_alloc = max(1, min(chunk_packets, avail // 32 + 1))
             ts, cap, wire, off, foff = pool.get(n_alloc)

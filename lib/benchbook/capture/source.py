@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import mmap
 import os
 import stat
@@ -33,6 +32,7 @@ class ByteSource:
         check_capture_file(self.path)
         self._raw: BinaryIO = open(self.path, "rb")  # closed in close()
         self._prefix = self._raw.read(4)  # no seek: FIFOs cannot go back
+        self._head = self._prefix
         self.compressed = self._prefix == ZSTD_MAGIC
         self.truncated: str | None = None
         self._produced = 0  # decompressed bytes so far
@@ -50,8 +50,8 @@ class ByteSource:
         self._frame_fed = False
 
     def head(self) -> bytes:
-        """The first (up to 4) bytes of the file as stored (before decompression)."""
-        return self._prefix
+        """The first (up to 4) bytes of the file as stored (before decompression), also once they were read."""
+        return self._head
 
     def mapped(self) -> np.ndarray | None:
         """The whole (uncompressed, non-empty, regular) file as a read-only mmap'ed array, else None."""
@@ -68,13 +68,17 @@ class ByteSource:
         self._mm = mm
         return np.frombuffer(mm, np.uint8)
 
+    def size_now(self) -> int:
+        """The file's size now (it may have changed since it was opened or mapped)."""
+        return os.fstat(self._raw.fileno()).st_size
+
     def release(self, upto: int) -> None:
         """Let the kernel drop mapped pages before file offset ``upto`` from our resident set
         (they are re-read from the page cache if a chunk still looks at them)."""
         mm = getattr(self, "_mm", None)
         if mm is None:
             return
-        end = upto - upto % mmap.PAGESIZE
+        end = min(upto - upto % mmap.PAGESIZE, len(mm) - len(mm) % mmap.PAGESIZE)  # madvise refuses past the end
         start = getattr(self, "_released", 0)
         if end > start:
             try:
@@ -178,7 +182,9 @@ def check_capture_file(path: Path) -> None:
 def open_output(path: str | Path, level: int = 3) -> BinaryIO:
     """Open path for writing; a name ending in .zst gets a zstd stream."""
     path = Path(path)
+    # open()'s own buffer only: what a writer wrote reaches the file as that buffer fills, so a process following
+    # the capture sees it grow (a 1 MiB wrapper here never applied: open() already returns a BufferedWriter)
     raw = open(path, "wb")  # returned or wrapped: the caller closes it
     if path.suffix == ".zst":
         return zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=True)
-    return io.BufferedWriter(raw, buffer_size=1 << 20) if not isinstance(raw, io.BufferedWriter) else raw
+    return raw
