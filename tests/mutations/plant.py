@@ -536,6 +536,14 @@ MUTATIONS = (
         hint="verdict.py",
     ),
     Mutation(
+        "mapped-capture-cut-sigbus",
+        "the reader trusts the mapping's length: a plain capture cut short while it is read kills the process with "
+        "SIGBUS when the scan touches the pages past the new end",
+        (("        if self.mapped:\n            self.fill = max(", "        if False:\n            self.fill = max("),),
+        ("tests/capture/test_source_rules.py::test_a_plain_file_cut_short_while_read_does_not_crash_the_process",),
+        hint="reader.py",
+    ),
+    Mutation(
         "run-sniffing-reads-4096-bytes",
         "a run file's type is sniffed from its first 4096 bytes only: an iperf3 report after 4096 bytes of white "
         "space is taken for a MoonGen CSV and refused",
