@@ -481,3 +481,26 @@ def test_mark_abandoned_whose_write_fails_leaves_the_running_record_whole(tmp_pa
     assert (exp / "r1" / "run.json").read_bytes() == before and _listing(exp / "r1") == ["run.json"]
     assert rr.read_record(exp / "r1") == rec
     assert rr.mark_abandoned(exp) == [exp / "r1"]  # the next look finishes it
+
+
+# --- faults found by review (each failed before its fix) ---------------------------------------------------------
+
+def test_errors_under_keys_of_mixed_types_sort_and_list_indices_sort_as_numbers():
+    """A record built in Python may carry non-string keys: sorting the error paths compared 1 with 'a' (TypeError)."""
+    rec = _record(environment_files={1: 2, "a": 3, 0: None}, warnings=["ok"] * 10 + [10, "ok", 12])
+    assert rr.validation_errors(rec) == [
+        "at environment_files.0: None is not of type 'string'", "at environment_files.1: 2 is not of type 'string'",
+        "at environment_files.a: 3 is not of type 'string'", "at warnings.10: 10 is not of type 'string'",
+        "at warnings.12: 12 is not of type 'string'"]
+
+
+@pytest.mark.parametrize("ref", ["r1\0", "exp/\0r1", "\0"])
+def test_a_reference_with_a_nul_byte_is_a_run_record_error(tmp_path, ref):
+    """os.stat raised a bare ValueError ('embedded null byte') out of find_run and read_record."""
+    _write(tmp_path / "runs" / "exp" / "r1")
+    with pytest.raises(rr.RunRecordError) as exc:
+        rr.find_run(ref, tmp_path / "runs")
+    assert str(exc.value) == f"{ref!r}: a run reference with a NUL byte names no run"
+    with pytest.raises(rr.RunRecordError) as exc:
+        rr.read_record(tmp_path / ref)
+    assert str(exc.value) == f"{str(tmp_path / ref)!r}: a path with a NUL byte names no run record"

@@ -43,7 +43,10 @@ def _validator():
 def validation_errors(record: dict[str, Any]) -> list[str]:
     """Human-readable schema violations ("at parameters.rate: ... "), empty when valid."""
     errors = []
-    for err in sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path)):
+    # a path mixes keys and list indices (and a record built in Python may have non-string keys): sort on
+    # (is-a-key, value) pairs, which always compare
+    for err in sorted(_validator().iter_errors(record),
+                      key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path]):
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         errors.append(f"at {where}: {err.message}")
     return errors
@@ -77,6 +80,8 @@ def update_record(run_dir: Path, **fields: Any) -> dict[str, Any]:
 def read_record(path: Path) -> dict[str, Any]:
     """Read and validate a run.json (``path`` may be the run directory)."""
     path = Path(path)
+    if "\0" in str(path):   # os.stat would raise a bare ValueError
+        raise RunRecordError(f"{str(path)!r}: a path with a NUL byte names no run record")
     if path.is_dir():
         path = path / RECORD_NAME
     try:
@@ -113,6 +118,8 @@ def iter_run_dirs(experiment_dir: Path) -> Iterator[Path]:
 def find_run(ref: str | Path, runs_dir: Path) -> Path:
     """A run directory from a path, "<experiment>/<run-id>", or a bare run id under ``runs_dir``."""
     p = Path(ref)
+    if "\0" in str(ref):
+        raise RunRecordError(f"{str(ref)!r}: a run reference with a NUL byte names no run")
     # a run.json that is there but not a readable file is still that run's: read_record names what is wrong
     if (p / RECORD_NAME).exists():
         return p
