@@ -74,3 +74,45 @@ def test_a_v2_payload_reports_the_leb128_word_size_whatever_its_cookie_nibble() 
     d = hdr_codec.decode_payload(payload)
     assert d.version == 2 and d.word_size == hdr_codec.V2_WORD_SIZE == 9  # a LEB128 count takes up to 9 bytes
     assert (d.first_index, d.last_index, d.total_count) == (3, 40, 11)
+
+
+def _leb(v: int) -> bytes:
+    """ZigZag LEB128 of one value, written out by hand (at most 9 bytes, the 9th whole)."""
+    u = ((v << 1) ^ (v >> 63)) & (2**64 - 1)
+    out = bytearray()
+    while u >= 0x80 and len(out) < 8:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u & 0xFF)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("data", "slots", "message"), [
+    # a value cut inside: the position is where that value starts, after the counts 5 (1 byte) and 300 (2 bytes)
+    (_leb(5) + _leb(300) + _leb(300)[:1], 8, "truncated LEB128 count at payload byte 3"),
+    (_leb(2**40)[:3], 8, "truncated LEB128 count at payload byte 0"),
+    (_leb(5) + _leb(-4)[:0] + bytes([0x80] * 8), 8, "truncated LEB128 count at payload byte 1"),
+    # a count past the last slot: where it starts, and the slot it would fill
+    (_leb(1) + _leb(2) + _leb(3), 2, "counts at payload byte 2 run past the histogram's 2 slots (slot 2)"),
+    (_leb(1) + _leb(300) + _leb(3), 2, "counts at payload byte 3 run past the histogram's 2 slots (slot 2)"),
+    # a zero run longer than the slots left
+    (_leb(1) + _leb(-3), 3, "counts at payload byte 1 run past the histogram's 3 slots (slot 1)"),
+    # the total past 2^63 - 1: exactly at the limit after three counts, the fourth takes it past
+    (_leb(2**62) + _leb(1) + _leb(2**62 - 2) + _leb(1), 8,
+     f"the count at payload byte {len(_leb(2**62) + _leb(1) + _leb(2**62 - 2))} (slot 3) takes the total beyond the "
+     f"signed 64-bit limit {2**63 - 1}"),
+])
+def test_corrupt_counts_are_refused_naming_the_payload_byte_where_their_value_starts(data, slots, message) -> None:
+    with pytest.raises(hdr_codec.HdrFormatError) as exc:
+        hdr_codec.zigzag_decode_counts(data, slots)
+    assert str(exc.value) == message
+
+
+def test_a_zero_run_that_fills_the_histogram_exactly_and_the_nine_byte_value() -> None:
+    got = hdr_codec.zigzag_decode_counts(_leb(4) + _leb(-3), 4)
+    assert got.tolist() == [4, 0, 0, 0]
+    big = 2**62 + 12345                                          # zigzag needs all 9 bytes, the 9th whole
+    assert len(_leb(big)) == 9 and hdr_codec.zigzag_decode_counts(_leb(big), 1).tolist() == [big]
+    assert hdr_codec.zigzag_encode_counts(np.array([big], np.int64)) == _leb(big)
+    at_limit = hdr_codec.zigzag_decode_counts(_leb(2**62) + _leb(1) + _leb(2**62 - 2), 3)
+    assert int(at_limit.sum()) == 2**63 - 1
