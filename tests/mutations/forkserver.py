@@ -17,6 +17,7 @@ last one, with the same size, would pass Python's timestamp check of a cached .p
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import importlib
 import importlib.metadata
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 
+PR_SET_PDEATHSIG = 1   # prctl(2)
 PRELOAD = (
     "numpy", "pandas", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "scipy", "scipy.stats", "scipy.optimize",
     "scipy.special", "numba", "llvmlite.ir", "numba.core.caching", "numba.extending", "hypothesis",
@@ -56,10 +58,21 @@ def preload() -> None:
         raise RuntimeError(f"the fork server imported {leaked}: a mutant would run stale code")
 
 
-def child(req: dict, out_fd: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent (the server) ends: a server stopped, or killed with its
+    score.py, leaves no pytest run behind (an orphan was found busy with a mutant nine minutes after its chain had
+    been stopped). Exits at once when the parent is gone already."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(3)
+
+
+def child(req: dict, out_fd: int, server: int) -> None:
     """In the forked child: run pytest as asked, its output to out_fd; never returns."""
     try:
         os.setsid()
+        die_with_parent(server)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.environ.update(req.get("env", {}))
@@ -115,10 +128,11 @@ def serve(path: str) -> None:
 def serve_one(srv: socket.socket, conn: socket.socket) -> None:
     req = json.loads(conn.makefile("r").readline())
     with tempfile.TemporaryFile() as out:
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
             srv.close()
-            child(req, out.fileno())
+            child(req, out.fileno(), server)
         rc = _wait(pid, float(req.get("timeout_s", 600)), conn)
         out.seek(0)
         text = out.read().decode("utf-8", "replace")

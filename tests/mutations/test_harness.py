@@ -59,6 +59,36 @@ def test_the_server_ends_the_child_of_a_client_that_hung_up():
         os.waitpid(pid, os.WNOHANG)  # reaped
 
 
+def _state(pid: int) -> str:
+    """The process's state letter (Z: ended, not yet reaped), or "" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def test_a_pytest_child_ends_with_its_server():
+    r, w = os.pipe()
+    server = os.fork()
+    if server == 0:                          # the server: forks a child that hangs, then ends without waiting
+        kid = os.fork()
+        if kid == 0:
+            forkserver.die_with_parent(os.getppid())
+            time.sleep(60)
+            os._exit(0)
+        os.write(w, str(kid).encode())
+        time.sleep(0.5)
+        os._exit(0)
+    os.close(w)
+    kid = int(os.read(r, 32))
+    os.close(r)
+    os.waitpid(server, 0)
+    deadline = time.monotonic() + 10
+    while _state(kid) not in ("", "Z") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _state(kid) in ("", "Z")
+
+
 def _tree(tmp_path: Path, test_body: str) -> tuple[Path, list[str]]:
     tree = tmp_path / "tree"
     (tree / "lib" / "benchbook").mkdir(parents=True)
