@@ -263,6 +263,7 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
         log.unlink(missing_ok=True)
     else:
         _reopen_unproven(tree, m)
+    _forget_baseline_time(tree)
     (out / f"{m.slug}.tree").write_text(tree.name)  # where the module's latest results are
     t0 = time.monotonic()
     _drop_pyc(tree, m)
@@ -343,6 +344,18 @@ def _forget(tree: Path, m: Module) -> None:
             con.execute("DELETE FROM Line WHERE sourcefile = ?", (sid,))
             con.execute("DELETE FROM SourceFile WHERE id = ?", (sid,))
     con.close()
+
+
+def _forget_baseline_time(tree: Path) -> None:
+    """mutmut keeps one baseline time per tree (not per module) and ends a mutant's run itself after 10 times it;
+    forgotten, every module's run times its own baseline, which run_tests.py makes last long enough for that
+    module's timeouts to come first."""
+    db = tree / ".mutmut-cache"
+    if db.is_file():
+        con = sqlite3.connect(db)
+        with con:
+            con.execute("DELETE FROM MiscData WHERE key = 'baseline_time_elapsed'")
+        con.close()
 
 
 def _reopen_unproven(tree: Path, m: Module) -> int:
