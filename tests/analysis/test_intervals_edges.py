@@ -281,3 +281,33 @@ def test_proportion_interval_input_checks_and_both_methods() -> None:
             assert got.low == pytest.approx(max(0.0, ci.low)) and got.high == pytest.approx(min(1.0, ci.high))
             assert 0.0 <= got.low <= got.high <= 1.0
             assert got.estimate == k / n and got.runs == n and got.method == f"{name} interval for {k} of {n}"
+
+
+# -- the t-interval's refusals, as users read them (each text survived a mutation wrapping it in XX) ----------------
+
+def test_every_t_interval_refusal_says_why_and_what_to_use():
+    few = iv.t_interval([1.0, 2.0, 3.0])
+    assert (few.reason, few.runs, few.runs_needed) == (
+        "3 run(s): a t-interval needs at least 6 runs (with fewer, Shapiro-Wilk rejects almost nothing, so normality "
+        "cannot be checked)", 3, 6)
+    assert few.method == "Student t of the mean after Shapiro-Wilk (p >= 0.05)"
+    skewed = iv.t_interval([1.0] * 9 + [30.0])
+    check = iv.normality_check([1.0] * 9 + [30.0])
+    assert skewed.reason == (f"Shapiro-Wilk rejects normality of the 10 runs (W = {check.statistic:.3f}, p = "
+                             f"{check.pvalue:.3g} < 0.05): no t-interval; use the order-statistic interval of the "
+                             "median") and skewed.runs_needed is None
+    leaves = iv.t_interval([0.0, 0.05, 0.1, 0.2, 0.6, 0.9], value_range=iv.RATE)
+    assert leaves.reason == ("the t-interval [-0.070652, 0.687319] leaves the range of the statistic (rates and "
+                             "latencies are >= 0): the normal model does not fit these 6 runs; use the order-statistic "
+                             "interval of the median") and leaves.runs_needed is None
+    with pytest.raises(iv.RangeError) as exc:
+        iv.t_interval([1.0, 2.0, -3.0, 4.0, 5.0, 6.0], value_range=iv.RATE)
+    assert str(exc.value) == "run 3 of 6 is -3.0, outside the range of the statistic (rates and latencies are >= 0)"
+
+
+def test_normality_of_runs_one_unit_apart_is_checked_and_of_equal_runs_not_rejected():
+    """Only equal runs (no spread: Shapiro-Wilk is undefined) are taken as normal without the test."""
+    lopsided = iv.normality_check([0.0] * 9 + [1.0])
+    assert not lopsided.ok and lopsided.pvalue < 1e-5 and lopsided.statistic < 0.5
+    same = iv.normality_check([5.0] * 6)
+    assert (same.statistic, same.pvalue, same.ok) == (1.0, 1.0, True)

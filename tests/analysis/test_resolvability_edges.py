@@ -11,6 +11,7 @@ from decimal import Decimal, localcontext
 import pytest
 
 from benchbook.analysis.resolvability import (
+    Resolution,
     highest_resolvable_percent,
     resolvable,
     resolve,
@@ -102,3 +103,8 @@ def test_alpha_half_just_below_a_tail_power_where_the_float_ceiling_is_one_too_l
         truth = next(n for n in range(1, 1000) if tail**n <= Decimal(alpha) / 2)
     assert math.ceil(math.log(alpha / 2) / math.log1p(-float(1 - tail))) == low == truth - 1
     assert samples_needed(percent, alpha) == truth
+
+
+def test_a_resolution_made_without_alpha_is_at_five_percent():
+    r = Resolution(99.0, 368, samples_needed(99.0))
+    assert r.alpha == 0.05 and r.ok and r.needed == 368
