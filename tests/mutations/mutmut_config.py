@@ -25,4 +25,5 @@ def pre_mutation(context) -> None:  # mutmut's Context
     line = context.mutation_id.line_number + 1
     tests = sel["lines"].get(str(line), sel["all"])
     os.environ["MUTATE_MUTANT"] = f"{line}:{context.mutation_id.index}"  # run_tests.py's log names it
+    os.environ["MUTATE_MUTANT_LINE"] = context.mutation_id.line         # and the line's text (lines move)
     context.config.test_command = shlex.join([*sel["runner"], "--", *tests])

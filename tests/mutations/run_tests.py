@@ -43,6 +43,8 @@ def main(argv: list[str]) -> int:
     cfg = json.loads(Path(os.environ["MUTATE_RUN_CONFIG"]).read_text())
     tree = Path(cfg["tree"])
     record = {"module": cfg["module"], "mutant": mutant, "tests": len(argv)}
+    if mutant != "baseline":
+        record["line"] = os.environ.get("MUTATE_MUTANT_LINE", "")  # score.py matches the entry to the line's text
     if not argv:  # no test runs the mutated line
         record.update(outcome="survived", detail="no test selected", seconds=0.0)
         _log(cfg, record)

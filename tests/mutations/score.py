@@ -360,7 +360,13 @@ def _forget_baseline_time(tree: Path) -> None:
 
 def _reopen_unproven(tree: Path, m: Module) -> int:
     """Mark the module's mutants whose status the log does not bear out (logged()) untested in mutmut's cache, so
-    that this run tests them (mutmut never tests a killed mutant again); returns how many."""
+    that this run tests them (mutmut never tests a killed mutant again); returns how many. mutmut's own update of
+    the lines' numbers to the file as it is now comes first (in a process of its own: mutmut binds its cache to
+    the working directory once), so that a mutant whose line moved is checked under its new number."""
+    if (tree / ".mutmut-cache").is_file():
+        subprocess.run([str(PYTHON), "-c", "import sys; from mutmut.cache import update_line_numbers as u; "
+                        "u(sys.argv[1])", m.lib_path], cwd=tree, env={**os.environ, "PYTHONPATH": str(SITE)},
+                       check=True, capture_output=True)
     unproven = [mu for mu in read_mutants(tree, m) if mu.status in DONE and not logged(mu)]
     if not unproven:
         return 0
@@ -383,24 +389,39 @@ def read_mutants(tree: Path, m: Module) -> list[Mutant]:
         return []
     con = sqlite3.connect(db)
     rows = con.execute(
-        "SELECT Line.line_number, Mutant.\"index\", Mutant.status FROM Mutant JOIN Line ON Mutant.line = Line.id "
-        "JOIN SourceFile ON Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? "
+        "SELECT Line.line_number, Mutant.\"index\", Mutant.status, Line.line FROM Mutant JOIN Line ON Mutant.line = "
+        "Line.id JOIN SourceFile ON Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? "
         "ORDER BY Line.line_number, Mutant.\"index\"", (m.lib_path,)).fetchall()
     con.close()
     source = (tree / m.lib_path).read_text()
     lines = source.splitlines()
-    log: dict[str, dict] = {}
+    # mutmut keeps the rows of lines an earlier version of the file had: only the mutants of the source as it is
+    # now count (a line's text at its number, as mutmut registers them)
+    rows = [(n, i, st) for n, i, st, text in rows if n < len(lines) and lines[n] == text]
+    log: dict[str, list[dict]] = defaultdict(list)
     logf = WORK / "modules" / f"{m.slug}.log.jsonl"
     if logf.is_file():
         for raw in logf.read_text().splitlines():
             rec = json.loads(raw)
-            log[rec["mutant"]] = rec
+            log[rec["mutant"]].append(rec)
     out = []
     for line_number, index, status in rows:
         original = lines[line_number] if line_number < len(lines) else ""
         mutated = _mutated_line(source, lines, line_number, index)
-        out.append(Mutant(line_number + 1, index, status, original, mutated, log.get(f"{line_number + 1}:{index}", {})))
+        out.append(Mutant(line_number + 1, index, status, original, mutated,
+                          log_entry(log.get(f"{line_number + 1}:{index}", []), original)))
     return out
+
+
+def log_entry(entries: list[dict], text: str) -> dict:
+    """The log entry that tells a mutant's outcome: the last one under its "line:index", when it names the line's
+    text as it is now. mutmut moves a line's number (and keeps its mutants' statuses) when lines above it are added
+    or removed, so an entry under the same number may be another line's. Entries written before the log named
+    the text (before 2026-11-27) are taken by their number."""
+    best: dict = {}
+    for rec in entries:
+        best = rec if "line" not in rec or rec["line"] == text else {}
+    return best
 
 
 def _mutated_line(source: str, lines: list[str], line_number: int, index: int) -> str:

@@ -126,3 +126,17 @@ def test_a_kill_counts_only_with_its_log_entry():
                      _mutant("ok_suspicious", "error")):
         row = score.tally(m, [_mutant("ok_killed", "killed"), unproven])
         assert (row.killed, row.untested, row.score) == (1, 1, None)
+
+
+def test_a_log_entry_counts_for_the_line_it_names():
+    """mutmut moves a line's number when lines above it change, keeping its mutants' statuses: an entry under the
+    same "line:index" that names another line's text is not this mutant's."""
+    killed = {"mutant": "83:0", "outcome": "killed", "line": "x = 1"}
+    other = {"mutant": "83:0", "outcome": "survived", "line": "y = 2"}
+    legacy = {"mutant": "83:0", "outcome": "killed"}
+    assert score.log_entry([killed], "x = 1") == killed
+    assert score.log_entry([killed], "y = 2") == {}
+    assert score.log_entry([killed, other], "x = 1") == {}          # the latest run there was another line's
+    assert score.log_entry([other, killed], "x = 1") == killed
+    assert score.log_entry([legacy], "anything") == legacy           # written before entries named their line
+    assert score.log_entry([], "x = 1") == {}
