@@ -989,3 +989,15 @@ def test_share_runs_needed_is_the_smallest_count_on_random_draws():
         assert not any(_share_clears(k, n, runs, r, q) for r in range(runs + 1, got)), (k, n, runs, q, got)
         checked += 1
     assert checked >= 60
+
+
+def test_a_count_whose_interval_clears_q_by_one_ulp_is_found(tmp_path):
+    """The block computation picks counts to within 1e-9 of q and proportion_interval decides: 0 of 6 against a q
+    one ulp above the upper bound of 0 of 8 decides at 8, not at a later count whose bound is clearly below q; the
+    same with the lower bound of 8 of 8 exactly at q ("at or above")."""
+    high8 = clopper_pearson(0, 8)[1]
+    down = _share(tmp_path, [0] * 6, [1] * 6, math.nextafter(high8, 1))
+    assert down.verdict == "inconclusive" and down.runs_needed == 8
+    low8 = clopper_pearson(8, 8)[0]
+    up = _share(tmp_path, [1] * 6, [1] * 6, low8)
+    assert up.verdict == "inconclusive" and up.runs_needed == 8
