@@ -1079,6 +1079,13 @@ test = "a / b within"
 a = "a:rate_mbps"
 b = "b:rate_mbps"
 within = [0.9, 1.1]
+[[claims]]
+id = "delivered"
+text = "most probes arrive"
+test = "share >="
+successes = "a:probes_delivered"
+trials = "a:probes_sent"
+q = 0.9
 '''
 
 
@@ -1086,13 +1093,17 @@ def test_a_claims_only_entry_without_judge_runs_is_partial_not_redrawn(tmp_path)
     """Its claims were never judged: finalize marks them not derivable (it had ended "figure redrawn", ok)."""
     v = Verdict.for_entry(_entry(tmp_path, CLAIMS_ONLY))
     v.finalize()
-    assert [(c.id, c.verdict, c.principal, c.a, c.b, c.within) for c in v.claims] == [
-        ("faster", "not derivable", True, "a:rate_mbps", "b:rate_mbps", None),
-        ("near", "not derivable", False, "a:rate_mbps", "b:rate_mbps", [0.9, 1.1])]
+    assert [(c.id, c.verdict, c.principal, c.a, c.b, c.within, c.successes, c.trials, c.q) for c in v.claims] == [
+        ("faster", "not derivable", True, "a:rate_mbps", "b:rate_mbps", None, None, None, None),
+        ("near", "not derivable", False, "a:rate_mbps", "b:rate_mbps", [0.9, 1.1], None, None, None),
+        ("delivered", "not derivable", False, None, None, None, "a:probes_delivered", "a:probes_sent", 0.9)]
+    assert [c.relation() for c in v.claims] == [
+        "a:rate_mbps > b:rate_mbps", "a:rate_mbps / b:rate_mbps within [0.9, 1.1]",
+        "a:probes_delivered / a:probes_sent >= 0.9"]
     assert {c.reason for c in v.claims} == {"the notebook did not judge this claim (judge_runs was not called)"}
     assert v.outcome == "partial" and v.claim_status() == "not derivable"
     v.finalize()
-    assert len(v.claims) == 2                                        # once
+    assert len(v.claims) == 3                                        # once
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -1110,6 +1121,7 @@ def test_a_claims_only_entry_without_judge_runs_is_partial_not_redrawn(tmp_path)
     ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claim": "c"}', "claim: expected an object or null, got str"),
     ('{"schema": "benchbook.verdict/2", "figure_id": "x", "figures": []}',
      "figures: expected an object or null, got list"),
+    ('{"schema": "benchbook.verdict/2", "figure_id": "x", "plan": 3}', "plan: expected an object or null, got int"),
     ('{"schema": "benchbook.verdict/2", "figure_id": "x", "claims": [{"id": "c", "text": "t", "principal": true, '
      '"test": "a > b", "verdict": "maybe"}]}',
      "not a verdict: claim verdict 'maybe' is not one of holds, fails, inconclusive, not derivable"),
