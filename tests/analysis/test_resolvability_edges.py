@@ -11,6 +11,7 @@ from decimal import Decimal, localcontext
 import pytest
 
 from benchbook.analysis.resolvability import (
+    RULE_TEXT,
     Resolution,
     highest_resolvable_percent,
     resolvable,
@@ -108,3 +109,13 @@ def test_alpha_half_just_below_a_tail_power_where_the_float_ceiling_is_one_too_l
 def test_a_resolution_made_without_alpha_is_at_five_percent():
     r = Resolution(99.0, 368, samples_needed(99.0))
     assert r.alpha == 0.05 and r.ok and r.needed == 368
+
+
+def test_the_rule_text_a_summary_carries_states_the_rule_the_code_applies():
+    """percentile_method in summary.json ends with RULE_TEXT: its formulas at its alpha give samples_needed."""
+    assert RULE_TEXT == ("a percentile is printed only when the run's N resolves it: N >= ln(alpha/2)/ln(p) (and N >= "
+                         "ln(alpha/2)/ln(1-p) below the median), alpha = 0.05; see docs/statistics.md")
+    for percent in (99.0, 99.9, 99.99):
+        p = percent / 100
+        assert samples_needed(percent) == math.ceil(math.log(0.05 / 2) / math.log(p))
+    assert samples_needed(0.1) == math.ceil(math.log(0.05 / 2) / math.log(1 - 0.001))
