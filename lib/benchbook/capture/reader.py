@@ -413,8 +413,7 @@ def _read_pcapng(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: i
                 arrays = ifs.arrays()
                 b.pos += blen
                 continue
-            b.clamp()
-            avail = b.fill - b.pos
+            avail = b.fill - b.pos  # clamped by the ensure(12) at the top of this pass
             n_alloc = max(1, min(chunk_packets, avail // 32 + 1))
             ts, cap, wire, off, foff = pool.get(n_alloc)
             start = b.pos
