@@ -544,6 +544,22 @@ MUTATIONS = (
         hint="reader.py",
     ),
     Mutation(
+        "published-nan-accepted",
+        "a published-data entry's value or tolerance of nan or inf (TOML has both) is loaded: a value of nan makes "
+        "matches() raise, a tolerance of inf matches anything",
+        (("        if key in item and not math.isfinite(item[key]):", "        if False:"),),
+        ("tests/reproduce/test_registry_edges.py::test_a_published_number_must_be_finite",),
+        hint="registry.py",
+    ),
+    Mutation(
+        "printed-in-28-digits",
+        "a computed value is printed in the decimal module's default 28 digits: 1e27 with 2 decimals (or 0.1 with "
+        "40) cannot be quantized and never matches, not even the published value itself",
+        (("                              context=Context(prec=max(digits, 28)))", "                              )"),),
+        ("tests/reproduce/test_registry_edges.py::test_every_digit_is_kept_when_printing",),
+        hint="registry.py",
+    ),
+    Mutation(
         "run-sniffing-reads-4096-bytes",
         "a run file's type is sniffed from its first 4096 bytes only: an iperf3 report after 4096 bytes of white "
         "space is taken for a MoonGen CSV and refused",

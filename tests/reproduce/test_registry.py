@@ -18,18 +18,7 @@ from benchbook.reproduce.registry import (
     load_registry,
     paper_dirs,
 )
-
-GOOD = '''id = "demo"
-title = "t"
-citation = "c"
-notebook = "x.ipynb"
-mode = "published-data"
-[[published]]
-name = "x"
-value = 1.5
-unit = "us"
-tolerance_abs = 0.1
-'''
+from registry_entries import GOOD
 
 
 def write(tmp_path, text, name="demo"):

@@ -12,33 +12,7 @@ import pytest
 from benchbook.experiment.repetitions import ARM_NAME
 from benchbook.reproduce import registry
 from benchbook.reproduce.registry import MARGIN_SOURCES, RegistryError, load_entry_file, load_registry
-
-HEAD = '''id = "m"
-title = "t"
-citation = "c"
-notebook = "x.ipynb"
-mode = "local-measurement"
-'''
-VALUE = '''[[published]]
-name = "A throughput"
-value = 85.05
-unit = "Mbit/s"
-decimals = 2
-arm = "cubic-bbr"
-run_statistic = "flow1_throughput_mbps"
-margin_rel = 0.10
-margin_source = ["emulation allowance"]
-margin_note = "a local dumbbell stands in for the paper's testbed"
-value_range = "rate"
-'''
-CLAIM = '''[[claims]]
-id = "c1"
-text = "Cubic takes more than BBR"
-principal = true
-test = "a > b"
-a = "cubic-bbr:flow1_throughput_mbps"
-b = "cubic-bbr:flow2_throughput_mbps"
-'''
+from registry_entries import CLAIM, HEAD, VALUE
 
 
 def load(tmp_path: Path, text: str):

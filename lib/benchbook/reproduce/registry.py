@@ -94,7 +94,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,9 @@ class PublishedValue:
         value = _dec(computed)
         if self.decimals is None:
             return value
-        return value.quantize(Decimal(1).scaleb(-self.decimals), rounding=ROUNDINGS[self.rounding])
+        digits = max(value.adjusted(), 0) + self.decimals + 2  # every digit kept: 28 (the default) is not enough
+        return value.quantize(Decimal(1).scaleb(-self.decimals), rounding=ROUNDINGS[self.rounding],
+                              context=Context(prec=max(digits, 28)))
 
     def matches(self, computed: float | None) -> bool:
         if computed is None:
@@ -551,6 +553,9 @@ def _parse_published(src: Path, i: int, item: Any, measured: bool = False) -> Pu
     _check_fields(src, where, item, _PUBLISHED_REQUIRED, _PUBLISHED_OPTIONAL)
     if not any(k in item for k in ("tolerance_abs", "tolerance_rel", "decimals")):
         raise RegistryError(f"{src}: {where}{item['name']!r} needs tolerance_abs, tolerance_rel or decimals")
+    for key in ("value", "tolerance_abs", "tolerance_rel"):  # TOML has nan and inf; no paper printed them
+        if key in item and not math.isfinite(item[key]):
+            raise RegistryError(f"{src}: {where}{key} must be a finite number, got {item[key]!r}")
     for tol in ("tolerance_abs", "tolerance_rel", "decimals"):
         if tol in item and item[tol] < 0:
             raise RegistryError(f"{src}: {where}{tol} must not be negative")
