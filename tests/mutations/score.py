@@ -294,7 +294,8 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
     sel_path.write_text(json.dumps({"runner": runner, "all": m.tests, "lines": sel}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "PYTHON"))}
     env.update(PYTHONPATH=str(SITE), MUTATE_RUN_CONFIG=str(cfg_path), MUTATE_SELECTION=str(sel_path))
-    cmd = [str(PYTHON), "-m", "mutmut", "run", "--paths-to-mutate", m.lib_path, "--tests-dir", "tests",
+    cmd = [str(PYTHON), str(tree / "tests" / "mutations" / "mutmut_main.py"), "run", "--paths-to-mutate", m.lib_path,
+           "--tests-dir", "tests",
            "--runner", shlex.join([*runner, "--", *m.tests]), "--rerun-all", "--simple-output", "--no-progress"]
     try:
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)

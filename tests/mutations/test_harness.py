@@ -4,6 +4,7 @@ turned every later mutant of judge.py into a "kill" that no test had run."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -28,6 +29,7 @@ def _load(name: str):
 forkserver = _load("forkserver")
 run_tests = _load("run_tests")
 score = _load("score")
+mutmut_main = _load("mutmut_main")
 
 
 def test_a_client_that_hangs_up_is_seen():
@@ -140,3 +142,31 @@ def test_a_log_entry_counts_for_the_line_it_names():
     assert score.log_entry([other, killed], "x = 1") == killed
     assert score.log_entry([legacy], "anything") == legacy           # written before entries named their line
     assert score.log_entry([], "x = 1") == {}
+
+
+@dataclasses.dataclass(frozen=True)
+class _MutationId:  # the fields of mutmut's RelativeMutationID that its cache reads
+    line: str
+    index: int
+    line_number: int
+
+
+def test_a_mutant_on_a_repeated_line_gets_its_own_status():
+    """mutmut 2.5.1's get_cached_mutation_statuses looks a line up by its text and keeps the first hit by text
+    alone; asked one line number at a time, each mutant gets the status of its own line."""
+    db = {("continue", 174): {0: "ok_killed"}, ("continue", 176): {0: "untested"}, ("x = 1", 3): {0: "bad_survived",
+                                                                                                  1: "ok_killed"}}
+
+    def mutmut_lookup(filename, mutations, hash_of_tests):  # as mutmut 2.5.1 does it
+        line_by_text, out = {}, {}
+        for mid in mutations:
+            if mid.line not in line_by_text:
+                line_by_text[mid.line] = (mid.line, mid.line_number)
+            out[mid] = db[line_by_text[mid.line]][mid.index]
+        return out
+
+    ids = [_MutationId("x = 1", 0, 3), _MutationId("x = 1", 1, 3), _MutationId("continue", 0, 174),
+           _MutationId("continue", 0, 176)]
+    assert mutmut_lookup("f.py", ids, "h")[ids[3]] == "ok_killed"  # the bug: line 177 is never run again
+    fixed = mutmut_main.statuses_line_by_line(mutmut_lookup)("f.py", ids, "h")
+    assert fixed == {ids[0]: "bad_survived", ids[1]: "ok_killed", ids[2]: "ok_killed", ids[3]: "untested"}
