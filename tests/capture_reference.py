@@ -89,3 +89,10 @@ def _pcapng(data: bytes) -> list[tuple[int, int, int, bytes]]:
             out.append((last_ts, incl, orig, body[4 : 4 + incl]))
         p += blen
     return out
+
+
+def frames_with_ids(ids) -> list[bytes]:
+    """Ethernet/IPv4/UDP frames (60 bytes) carrying a little-endian 8-byte id at offset 42."""
+    head = bytes.fromhex("020000000002020000000001" "0800" "45000024000000004011" "0000" "0a000001" "0a000002"
+                         "04d2" "04d3" "0010" "0000")
+    return [(head + struct.pack("<Q", i)).ljust(60, b"\0") for i in ids]

@@ -15,7 +15,7 @@ from benchbook.analysis.latency import ContentKey, IdKey, match_captures
 from benchbook.analysis.latency_table import read_latencies
 from benchbook.capture import CaptureFormatError, write_pcap, write_pcapng
 from benchbook.capture.synth import LatencyModel, make_capture_pair
-from capture_reference import read_reference
+from capture_reference import frames_with_ids, read_reference
 
 
 def content_key(frame: bytes) -> bytes:
@@ -242,13 +242,6 @@ def test_batch_callback_sees_every_match_in_order_and_its_errors_surface(pair):
         match_captures(d / "pre.pcap", d / "post.pcap", IdKey(42), on_batch=boom, keep_arrays=False)
 
 
-def _frames_with_ids(ids):
-    """Ethernet/IPv4/UDP frames (60 bytes) carrying a little-endian 8-byte id at offset 42."""
-    head = bytes.fromhex("020000000002020000000001" "0800" "45000024000000004011" "0000" "0a000001" "0a000002"
-                         "04d2" "04d3" "0010" "0000")
-    return [(head + struct.pack("<Q", i)).ljust(60, b"\0") for i in ids]
-
-
 def test_zero_and_negative_latencies_are_never_matches(tmp_path):
     """Latency must be > 0: a post copy stamped at its pre packet's time (0) or before it (< 0, a step back
     in the post clock) is out of range; its pre packet is then lost. The smallest positive latency, 1 ns,
@@ -260,8 +253,8 @@ def test_zero_and_negative_latencies_are_never_matches(tmp_path):
     # later packet, so the post clock steps back); 4 -> exactly max_lat; 5 -> max_lat - 1
     post = [(1000, 0), (2001, 1), (13_000, 2), (14_000, 2), (3500, 3), (5000 + max_lat, 4), (6000 + max_lat - 1, 5)]
     post.sort(key=lambda x: (x[0] if x[1] != 3 else 13_500))  # id 3 arrives between the copies of id 2
-    write_pcap(tmp_path / "pre.pcap", np.array(pre_t, np.int64), _frames_with_ids(pre_ids))
-    write_pcap(tmp_path / "post.pcap", np.array([t for t, _ in post], np.int64), _frames_with_ids([i for _, i in post]))
+    write_pcap(tmp_path / "pre.pcap", np.array(pre_t, np.int64), frames_with_ids(pre_ids))
+    write_pcap(tmp_path / "post.pcap", np.array([t for t, _ in post], np.int64), frames_with_ids([i for _, i in post]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the step back in the post clock is warned about; counted below
         res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42), max_latency_ns=max_lat)
@@ -282,7 +275,7 @@ def test_zero_and_negative_latencies_are_never_matches(tmp_path):
 def test_equal_timestamps_alone_do_not_match(tmp_path):
     """Every post copy at exactly its pre packet's time: nothing matches, each is out of range."""
     ts = np.arange(1, 101, dtype=np.int64) * 1000
-    frames = _frames_with_ids(range(100))
+    frames = frames_with_ids(range(100))
     write_pcap(tmp_path / "pre.pcap", ts, frames)
     write_pcap(tmp_path / "post.pcap", ts, frames)
     res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42))
@@ -340,8 +333,8 @@ def test_every_key_mode_matches_the_reference_whatever_the_ids(case, tmp_path_fa
     was too small (packets evicted before their time), the matches are a subset of the reference's."""
     ids, pre_t, post, max_lat, window = case
     d = tmp_path_factory.mktemp("prop")
-    write_pcap(d / "pre.pcap", pre_t, _frames_with_ids(ids.tolist()))
-    write_pcap(d / "post.pcap", np.array([t for t, _ in post], np.int64), _frames_with_ids([i for _, i in post]))
+    write_pcap(d / "pre.pcap", pre_t, frames_with_ids(ids.tolist()))
+    write_pcap(d / "post.pcap", np.array([t for t, _ in post], np.int64), frames_with_ids([i for _, i in post]))
     for mode, key in KEYS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # steps back in the post clock are warned about
@@ -368,9 +361,9 @@ def test_table_rebuilds_keep_every_waiting_key(tmp_path, mode):
     pre_t = 1_000_000 + 1000 * np.arange(n, dtype=np.int64)
     ids = np.arange(n, dtype=np.uint64) + np.uint64(7)
     post_t = pre_t + 2500 + (np.arange(n) % 3) * 1000  # 2-5 packets wait unmatched at any time
-    write_pcap(tmp_path / "pre.pcap", pre_t, _frames_with_ids(ids.tolist()))
+    write_pcap(tmp_path / "pre.pcap", pre_t, frames_with_ids(ids.tolist()))
     order = np.argsort(post_t, kind="stable")  # delivered in time order: some overtake others
-    write_pcap(tmp_path / "post.pcap", post_t[order], _frames_with_ids(ids[order].tolist()))
+    write_pcap(tmp_path / "post.pcap", post_t[order], frames_with_ids(ids[order].tolist()))
     res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", KEYS[mode], max_latency_ns=6000,
                          window_packets=window)
     rows, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", mode, max_lat=6000)

@@ -39,6 +39,7 @@ plan_testpmd  # a DuT kind's planner, registered as "module:attribute" (testbed/
 plan_ip_forward  # as plan_testpmd
 plan_testpmd_lxc  # as plan_testpmd (testbed/lxc_dut)
 _.load8  # match_kernel loads it by name: numba_global("benchbook.analysis.match_intrinsics", "load8")
+_.prefetch  # as load8: numba_global("benchbook.analysis.match_intrinsics", "prefetch")
 _._put  # Executor runs a step through getattr(self, f"_{step.kind}") (testbed/plan)
 _._fetch  # as _put
 

@@ -30,7 +30,7 @@ import queue
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -88,9 +88,9 @@ class LatencyResult:
     t_post_ns: np.ndarray | None
     id: np.ndarray | None
     counts: dict[str, int]
-    warnings: list[str] = field(default_factory=list)
-    key: str = ""
-    parquet: Path | None = None
+    warnings: list[str]
+    key: str
+    parquet: Path | None
 
 
 class _KeyedStream:
@@ -100,11 +100,11 @@ class _KeyedStream:
     numba kernels release the GIL), so the two captures and the matching share the cores.
     """
 
-    def __init__(self, path: Path, key: Key, chunk_packets: int, prefetch: bool = True) -> None:
+    def __init__(self, path: Path, key: Key, chunk_packets: int) -> None:
         self.path = path
         self.key = key
         # chunks in flight: one being keyed, one queued, one being matched; a fourth set spare
-        self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets, recycle=4 if prefetch else 2)
+        self.it: Iterator[PacketChunk] = open_capture(path, chunk_packets, recycle=4)
         self.done = False
         self.t = np.zeros(0, np.int64)
         self.hi = np.zeros(0, np.uint64)
@@ -115,12 +115,10 @@ class _KeyedStream:
         self.first_unkeyed: int | None = None
         self.first_unkeyed_len = 0
         self.checked_snaplen = False
-        self._q = None
-        if prefetch:
-            before_threads()
-            self._q = queue.Queue(maxsize=1)
-            self._thread = threading.Thread(target=self._produce, name=f"keys-{path.name}", daemon=True)
-            self._thread.start()
+        before_threads()
+        self._q: queue.Queue = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._produce, name=f"keys-{path.name}", daemon=True)
+        self._thread.start()
 
     def _produce(self) -> None:
         try:
@@ -162,7 +160,7 @@ class _KeyedStream:
         return ch.first_index, ch.ts_ns, hi, lo, ok, unkeyed
 
     def next(self) -> None:
-        item = self._q.get() if self._q is not None else self._keyed()
+        item = self._q.get()
         if isinstance(item, BaseException):
             raise item
         if item is None:
@@ -255,14 +253,12 @@ def match_captures(
     msgs = _warnings(pre, post, a, b, counts, key)
     for m in msgs:
         warnings.warn(m, stacklevel=2)
-    if keep_arrays:
-        cols = [np.concatenate([k[x] for k in kept]) if kept else np.zeros(0, np.int64) for x in range(4)]
-        ids = cols[0].astype(np.uint64, copy=False)
-        res = LatencyResult(cols[3], cols[1], cols[2], ids, counts, msgs, key.describe())
-    else:
-        res = LatencyResult(None, None, None, None, counts, msgs, key.describe())
-    res.parquet = Path(out_parquet) if out_parquet is not None else None
-    return res
+    parquet = Path(out_parquet) if out_parquet is not None else None
+    if not keep_arrays:
+        return LatencyResult(None, None, None, None, counts, msgs, key.describe(), parquet)
+    cols = [np.concatenate([k[x] for k in kept]) if kept else np.zeros(0, np.int64) for x in range(4)]
+    ids = cols[0].astype(np.uint64, copy=False)
+    return LatencyResult(cols[3], cols[1], cols[2], ids, counts, msgs, key.describe(), parquet)
 
 
 def _warnings(pre: Path, post: Path, a: _KeyedStream, b: _KeyedStream, counts: dict, key: Key) -> list[str]:
