@@ -1,0 +1,79 @@
+"""Edges of the RTT samples (benchbook.analysis.tcp_rtt): a full ring drops its oldest entry, the TSval ring holds
+64 values and the segment ring 512 (the sample of a dropped entry is lost, never wrong), each RTT row column has
+its own index, and on a real capture (Zeek's http-post-large.pcap) every sample's time is the time of a packet of
+the capture, as is its time minus its RTT (the TSval's first use or the segment's send), under both kind names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.tcp_report import analyze_tcp
+from capture_reference import read_reference
+
+
+def _rings(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """One flow's rings as tcp_flows allocates them (both directions), and their head/count words."""
+    return np.zeros((1, 2, size, 2), np.int64), np.zeros((1, 2, 2), np.int64)
+
+
+def _entries(ring: np.ndarray, meta: np.ndarray, size: int) -> list[tuple[int, int]]:
+    head, count = int(meta[0, 0, 0]), int(meta[0, 0, 1])
+    return [(int(ring[0, 0, (head + j) % size, 0]), int(ring[0, 0, (head + j) % size, 1])) for j in range(count)]
+
+
+@pytest.mark.parametrize("pushed", [1, 3, 4, 5, 6, 9, 13])
+def test_a_full_ring_drops_its_oldest_entry(pushed):
+    ring, meta = _rings(4)
+    for i in range(1, pushed + 1):
+        rt._append(ring, meta, 0, 0, 0, 4, 100 * i, 1000 * i)
+    kept = list(range(max(1, pushed - 3), pushed + 1))
+    assert _entries(ring, meta, 4) == [(100 * i, 1000 * i) for i in kept]
+    assert int(meta[0, 0, 0]) == max(0, pushed - 4) % 4
+    assert meta[0, 1].tolist() == [0, 0]  # the other direction untouched
+
+
+@pytest.mark.parametrize(("pushed", "first_rtt"), [(64, 99_000), (65, -1)])
+def test_the_tsval_ring_holds_64_values(pushed, first_rtt):
+    """TSvals 1..pushed first used at 1000 ns each; echoes at 100 us: the first TSval's echo is a sample only
+    while the ring still holds it, the second's is one either way."""
+    ring, meta = _rings(rt.TS_RING)
+    for v in range(1, pushed + 1):
+        rt.ts_push(ring, meta, 0, 0, 0, v, 1000 * v)
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 1, 100_000) == first_rtt
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 2, 100_000) == 98_000
+    assert int(meta[0, 0, 1]) == pushed - 2
+
+
+@pytest.mark.parametrize(("pushed", "first_rtt"), [(512, 999_000), (513, -1)])
+def test_the_segment_ring_holds_512_segments(pushed, first_rtt):
+    """Segments ending at 100, 200, ... sent at 1000 ns each; an ACK of the first one's end at 1 ms: a sample only
+    while the ring still holds that segment; the ACK of the next end is one either way."""
+    ring, meta = _rings(rt.SEG_RING)
+    for i in range(1, pushed + 1):
+        rt.seg_push(ring, meta, 0, 0, 0, 100 * i, 1000 * i)
+    assert rt.seg_ack(ring, meta, 0, 0, 0, 100, 1_000_000) == first_rtt
+    assert rt.seg_ack(ring, meta, 0, 0, 0, 200, 1_000_000) == 998_000
+    assert int(meta[0, 0, 1]) == pushed - 2
+
+
+def test_each_rtt_row_column_has_its_own_index():
+    columns = (rt.R_FLOW, rt.R_DIR, rt.R_TIME, rt.R_RTT, rt.R_KIND, rt.R_INFLIGHT)
+    assert sorted(columns) == list(range(rt.N_R))
+    assert rt.KIND_NAMES[rt.KIND_TS_ECHO] == "ts_echo" and rt.KIND_NAMES[rt.KIND_DATA_ACK] == "data_ack"
+
+
+def test_samples_of_a_real_capture_start_and_end_on_its_packets(shared_datasets: Path, tmp_path: Path):
+    trace = shared_datasets / "zeek-tcp-baselines" / "Traces" / "http" / "http-post-large.pcap"
+    analyze_tcp([trace], tmp_path / "out", html=False)
+    rtt = pd.read_parquet(tmp_path / "out" / "rtt.parquet")
+    stamps = {ts for ts, *_ in read_reference(trace)}
+    assert rtt["kind"].value_counts().to_dict() == {"ts_echo": 16, "data_ack": 12}
+    assert (rtt["rtt_ns"] > 0).all()
+    assert set(rtt["time_ns"]) <= stamps  # the ACK that gave the sample
+    assert set(rtt["time_ns"] - rtt["rtt_ns"]) <= stamps  # the TSval's first use, the segment's send
+    assert (rtt["bytes_in_flight"] >= 0).all() and (rtt.loc[rtt["kind"] == "data_ack", "bytes_in_flight"] > 0).all()
