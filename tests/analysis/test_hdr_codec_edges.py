@@ -116,3 +116,21 @@ def test_a_zero_run_that_fills_the_histogram_exactly_and_the_nine_byte_value() -
     assert hdr_codec.zigzag_encode_counts(np.array([big], np.int64)) == _leb(big)
     at_limit = hdr_codec.zigzag_decode_counts(_leb(2**62) + _leb(1) + _leb(2**62 - 2), 3)
     assert int(at_limit.sum()) == 2**63 - 1
+
+
+@pytest.mark.parametrize("slots", [(0, 5), (0, 1, 2), (1, 7), (0,), (3,)])
+def test_first_and_last_non_zero_slots_as_hdrh_counts_them(slots) -> None:
+    """A value of 0 lands in slot 0: with counts there and above, slot 0 stays the first non-zero slot (the
+    decoder's bounds equal a plain scan of the decoded counts), and both ways of decoding agree."""
+    layout = layout_for(1, 3600 * 10**6, 3)
+    h = HdrhHistogram(1, 3600 * 10**6, 3)
+    counts = np.zeros(layout.counts_len, np.int64)
+    for k, s in enumerate(slots, start=2):
+        counts[s] = k
+        h.record_value(s, k)  # slots below 2048 hold the value itself at 3 figures
+    payload = hdr_codec.encode_payload_v2(layout, counts)
+    got = hdr_codec.decode_payload(payload)
+    assert (got.first_index, got.last_index, got.total_count) == (slots[0], slots[-1], sum(range(2, 2 + len(slots))))
+    assert hdr_codec.nonzero_bounds(got.counts) == (slots[0], slots[-1], got.total_count)
+    assert got.total_count == h.get_total_count() and h.get_min_value() == slots[0]
+    assert h.get_max_value() == slots[-1]
