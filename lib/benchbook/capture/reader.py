@@ -456,14 +456,7 @@ def _read_pcapng(path: Path, src: ByteSource, head: np.ndarray, chunk_packets: i
             if status == scan.NEEDS_PYTHON:
                 continue
             if b.pos == start:
-                # a block spans the end of the buffer
-                if b.fill - b.pos < 12:
-                    if b.eof:
-                        if b.fill > b.pos:
-                            _truncated(path, b, "block", 12, index)
-                        break
-                    b.refill(12)
-                    continue
+                # a block spans the end of the buffer (its first 12 bytes are there: ensure(12) above)
                 blen = struct.unpack(e + "I", b.buf[b.pos + 4 : b.pos + 8].tobytes())[0]
                 if b.eof:
                     _truncated(path, b, "block", blen, index)

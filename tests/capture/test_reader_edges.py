@@ -1,0 +1,514 @@
+"""capture.reader at its edges: capture_format on every kind of file (and closing it), a pcap version other than
+2, the chunk size and recycle limits, the release points and array sets of recycling, if_tsresol at the limits of a
+64-bit count, and every pcapng check by its exact text and byte offset: a section header's byte-order magic, length
+and truncation, an interface description block's length, body and truncation, a block of impossible length, a
+packet block naming an undefined interface, a pcapng file that does not start with a section header, and a last
+block cut inside its first 12 bytes (coverage found these unrun, or run only by chance by the property tests)."""
+
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import struct
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from benchbook.capture import (
+    CaptureFormatError,
+    CaptureWarning,
+    capture_format,
+    open_capture,
+    reader,
+    scan,
+    write_pcap,
+    write_pcapng,
+)
+from benchbook.capture.reader import _ArrayPool, _Interfaces, _parse_idb, _read_pcapng, tsresol_conversion
+from benchbook.capture.source import ByteSource
+
+T0 = 1_700_000_000_000_000_000
+LE_BOM = struct.pack("<I", 0x1A2B3C4D)
+
+
+# --- pcapng bytes by hand ------------------------------------------------------------------------------------
+
+def block(btype: int, body: bytes, e: str = "<", blen: int | None = None) -> bytes:
+    """A pcapng block; blen: the length its header claims (the trailer keeps the true one)."""
+    body += b"\0" * (-len(body) % 4)
+    n = len(body) + 12
+    return struct.pack(e + "II", btype, n if blen is None else blen) + body + struct.pack(e + "I", n)
+
+
+def option(code: int, value: bytes, e: str = "<") -> bytes:
+    return struct.pack(e + "HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+
+
+def shb(e: str = "<", bom: bytes | None = None, blen: int | None = None) -> bytes:
+    """The shortest section header block: 28 bytes, no options."""
+    body = (struct.pack(e + "I", 0x1A2B3C4D) if bom is None else bom) + struct.pack(e + "HHq", 1, 0, -1)
+    return block(scan.SHB_TYPE, body, e, blen)
+
+
+def idb(e: str = "<", tsresol: int | None = None, snaplen: int = 0, linktype: int = 1,
+        blen: int | None = None) -> bytes:
+    """An interface description block: 20 bytes without options, 32 with an if_tsresol."""
+    body = struct.pack(e + "HHI", linktype, 0, snaplen)
+    if tsresol is not None:
+        body += option(9, bytes([tsresol]), e) + option(0, b"", e)
+    return block(scan.IDB_TYPE, body, e, blen)
+
+
+def epb(ticks: int, frame: bytes, iface: int = 0, e: str = "<") -> bytes:
+    return block(scan.EPB_TYPE, struct.pack(e + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(frame),
+                                            len(frame)) + frame, e)
+
+
+def frame(i: int, size: int = 60) -> bytes:
+    return struct.pack(">I", i) + bytes((i * 7 + k) % 256 for k in range(size - 4))
+
+
+def packets(path: Path, **kw) -> tuple[list[tuple[int, bytes]], list[str]]:
+    """(ts_ns, frame) of every packet and the CaptureWarnings, in order."""
+    got = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for c in open_capture(path, **kw):
+            got += [(int(c.ts_ns[i]), c.frame(i)) for i in range(len(c))]
+    return got, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+
+
+def format_error(path: Path, **kw) -> tuple[CaptureFormatError, list[tuple[int, bytes]]]:
+    """The CaptureFormatError reading path ends in, and the packets handed out before it."""
+    got = []
+    with pytest.raises(CaptureFormatError) as info:
+        for c in open_capture(path, **kw):
+            got += [(int(c.ts_ns[i]), c.frame(i)) for i in range(len(c))]
+    assert info.value.path == str(path)
+    return info.value, got
+
+
+def zst(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=1).compress(data)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+# --- capture_format -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_capture_format_tells_pcap_from_pcapng_plain_or_compressed(tmp_path, compressed):
+    suffix = ".zst" if compressed else ""
+    ts, frames = [T0, T0 + 1], [frame(0), frame(1)]
+    files = {
+        "pcap": [write_pcap(tmp_path / f"us-le.pcap{suffix}", ts, frames, nanosecond=False),
+                 write_pcap(tmp_path / f"ns-be.pcap{suffix}", ts, frames, big_endian=True)],
+        "pcapng": [write_pcapng(tmp_path / f"le.pcapng{suffix}", ts, frames),
+                   write_pcapng(tmp_path / f"be.pcapng{suffix}", ts, frames, big_endian=True)],
+    }
+    before = open_fds()
+    for kind, paths in files.items():
+        for p in paths:
+            assert (p.read_bytes()[:4] == b"\x28\xb5\x2f\xfd") is compressed
+            assert capture_format(p) == kind
+            assert capture_format(str(p)) == kind
+    assert open_fds() == before  # each file closed again
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_capture_format_refuses_what_is_no_capture_and_closes_it(tmp_path, compressed):
+    p = tmp_path / "notes.txt"
+    p.write_bytes(zst(b"GIF89a" + bytes(40)) if compressed else b"GIF89a" + bytes(40))
+    before = open_fds()
+    with pytest.raises(CaptureFormatError) as info:
+        capture_format(p)
+    assert str(info.value) == (
+        f"{p}: at byte offset 0: unknown magic 0x47494638: expected a pcap (a1b2c3d4/a1b23c4d, either byte order) "
+        "or pcapng (0a0d0d0a) file, plain or zstd-compressed")
+    assert info.value.offset == 0 and info.value.path == str(p)
+    assert open_fds() == before
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_a_pcap_version_other_than_2_is_refused_at_its_offset(tmp_path, big):
+    e = ">" if big else "<"
+    good = write_pcap(tmp_path / "v.pcap", [T0], [frame(0)], big_endian=big).read_bytes()
+    assert struct.unpack(e + "HH", good[4:8]) == (2, 4)
+    for vmaj, vmin in ((1, 4), (3, 0), (0, 2)):
+        p = tmp_path / f"v{vmaj}.pcap"
+        p.write_bytes(good[:4] + struct.pack(e + "HH", vmaj, vmin) + good[8:])
+        err, got = format_error(p)
+        assert str(err) == f"{p}: at byte offset 4: pcap version {vmaj}.{vmin}: expected 2.4"
+        assert err.offset == 4 and got == []
+    p = tmp_path / "v2.pcap"  # the minor version is not checked
+    p.write_bytes(good[:4] + struct.pack(e + "HH", 2, 2) + good[8:])
+    assert packets(p) == ([(T0, frame(0))], [])
+
+
+# --- chunk size and recycling ---------------------------------------------------------------------------------
+
+def test_chunk_packets_below_one_refused_and_one_accepted(tmp_path):
+    p = write_pcap(tmp_path / "c.pcap", T0 + np.arange(5), [frame(i) for i in range(5)])
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match=r"^chunk_packets must be >= 1$"):
+            open_capture(p, chunk_packets=bad)
+    chunks = [(c.first_index, len(c), c.frame(0)) for c in open_capture(p, chunk_packets=1)]
+    assert chunks == [(i, 1, frame(i)) for i in range(5)]
+
+
+def test_release_point_keeps_the_last_recycle_minus_two_chunk_starts():
+    for recycle in (0, 2):
+        pool = _ArrayPool(recycle)
+        assert [pool.release_point(s) for s in (100, 200, 300)] == [None, None, None]
+    starts = [100, 200, 300, 400, 500]
+    want = {3: [100, 200, 300, 400, 500], 4: [100, 100, 200, 300, 400], 5: [100, 100, 100, 200, 300]}
+    for recycle, points in want.items():
+        pool = _ArrayPool(recycle)
+        assert [pool.release_point(s) for s in starts] == points
+        assert pool.starts == starts[-(recycle - 2):]
+
+
+RECORD = 16 + 60  # a pcap record of a 60-byte frame
+ENTRY = 92  # an enhanced packet block of a 60-byte frame
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+@pytest.mark.parametrize("recycle", [0, 2, 3, 4])
+def test_the_reader_releases_pages_up_to_the_release_point(tmp_path, monkeypatch, fmt, recycle):
+    """A mapped file of 20 packets in chunks of 4: recycle=N >= 3 releases up to the start of the oldest of the
+    last N - 2 chunks; otherwise up to 1 MiB before where the reader stopped."""
+    ts, frames = T0 + np.arange(20) * 1000, [frame(i) for i in range(20)]
+    if fmt == "pcap":
+        p, first, size = write_pcap(tmp_path / "r.pcap", ts, frames), 24, RECORD
+    else:
+        p = tmp_path / "r.pcapng"
+        p.write_bytes(shb() + idb(tsresol=9) + b"".join(epb(int(t), f) for t, f in zip(ts, frames, strict=True)))
+        first, size = 28 + 32, ENTRY
+    points: list[int] = []
+    original = ByteSource.release
+
+    def release(self, upto):
+        points.append(upto)
+        original(self, upto)
+
+    monkeypatch.setattr(ByteSource, "release", release)
+    got = [(c.first_index, [c.frame(i) for i in range(len(c))]) for c in open_capture(p, chunk_packets=4,
+                                                                                        recycle=recycle)]
+    assert got == [(4 * k, frames[4 * k : 4 * k + 4]) for k in range(5)]
+    starts = [first + 4 * size * k for k in range(5)]
+    if recycle == 3:
+        assert points == starts
+    elif recycle == 4:
+        assert points == [starts[0]] + starts[:4]
+    else:
+        assert points == [s + 4 * size - (1 << 20) for s in starts]
+
+
+@pytest.mark.parametrize("recycle", [3, 4])
+def test_release_points_are_file_offsets_across_buffer_refills(tmp_path, monkeypatch, recycle):
+    """A compressed file read in 500-byte buffers: the points are offsets in the file, not in the buffer."""
+    n = 30
+    frames = [frame(i) for i in range(n)]
+    p = write_pcap(tmp_path / "r.pcap.zst", T0 + np.arange(n), frames)
+    points: list[int] = []
+    monkeypatch.setattr(ByteSource, "release", lambda self, upto: points.append(upto))
+    starts, got = [], []
+    for c in open_capture(p, chunk_packets=4, buffer_bytes=500, recycle=recycle):
+        starts.append(int(c.file_offsets[0]))
+        got += [c.frame(i) for i in range(len(c))]
+    assert got == frames
+    assert starts == [24 + RECORD * k for k in (0, 4, 6, 10, 12, 16, 18, 22, 24, 28)]
+    keep = recycle - 2
+    assert points == [starts[max(0, i - keep + 1)] for i in range(len(starts))]
+
+
+def test_array_pool_reuses_a_set_until_a_chunk_needs_more_rows():
+    pool = _ArrayPool(2)
+    a = pool.get(4)
+    b = pool.get(6)
+    assert [len(x) for x in a] == [4] * 5 and [len(x) for x in b] == [6] * 5
+    assert [x.dtype for x in a] == [np.int64, np.uint32, np.uint32, np.int64, np.int64]
+    again = pool.get(4)  # the first set, as large as asked: reused
+    assert all(np.shares_memory(x, y) for x, y in zip(a, again, strict=True))
+    smaller = pool.get(5)  # the second set, larger than asked: reused
+    assert [len(x) for x in smaller] == [5] * 5
+    assert all(np.shares_memory(x, y) for x, y in zip(b, smaller, strict=True))
+    bigger = pool.get(7)  # the first set is too small: a new one
+    assert [len(x) for x in bigger] == [7] * 5
+    assert not any(np.shares_memory(x, y) for x, y in zip(a, bigger, strict=True))
+    assert [len(x) for x in pool.sets[0]] == [7] * 5 and len(pool.sets) == 2
+    assert pool.turn == 5
+    assert not any(np.shares_memory(x, y) for x, y in zip(_ArrayPool(0).get(3), _ArrayPool(0).get(3), strict=True))
+
+
+def test_a_recycled_set_too_small_for_a_later_chunk_is_replaced(tmp_path, monkeypatch):
+    """A compressed file of 4-byte frames read in 200-byte buffers: the first buffer also holds the file header,
+    so the first chunk has 8 packets and room for 12, the later ones 10 and room for 13. With recycle=2 the third
+    chunk needs a new set in the first one's place; every chunk holds its own packets, also while the next is read."""
+    n = 50
+    ts = T0 + np.arange(n) * 3
+    frames = [struct.pack(">I", i * 17) for i in range(n)]
+    p = write_pcap(tmp_path / "g.pcap.zst", ts, frames)
+    sizes: list[int] = []
+    alloc = reader._alloc
+
+    def counted(k):
+        sizes.append(k)
+        return alloc(k)
+
+    monkeypatch.setattr(reader, "_alloc", counted)
+    counts, previous = [], None
+    for c in open_capture(p, chunk_packets=1000, buffer_bytes=200, recycle=2):
+        counts.append(len(c))
+        span = slice(c.first_index, c.first_index + len(c))
+        assert c.ts_ns.tolist() == ts[span].tolist()
+        assert [c.frame(i) for i in range(len(c))] == frames[span]
+        if previous is not None:  # the chunk before is still whole
+            chunk, want_ts, want_frames = previous
+            assert chunk.ts_ns.tolist() == want_ts and [chunk.frame(i) for i in range(len(chunk))] == want_frames
+        previous = (c, ts[span].tolist(), frames[span])
+    assert counts == [8, 10, 10, 10, 10, 2]
+    assert sizes == [12, 13, 13]
+
+
+# --- if_tsresol -------------------------------------------------------------------------------------------------
+
+def test_tsresol_conversion_at_its_limits():
+    assert tsresol_conversion(0) == (scan.TS_MUL, 10**9)
+    assert tsresol_conversion(6) == (scan.TS_MUL, 1000)
+    assert tsresol_conversion(9) == (scan.TS_MUL, 1)
+    assert tsresol_conversion(10) == (scan.TS_DIV, 10)
+    assert tsresol_conversion(19) == (scan.TS_DIV, 10**10)
+    assert tsresol_conversion(0x80 | 0) == (scan.TS_POW2, 0)
+    assert tsresol_conversion(0x80 | 63) == (scan.TS_POW2, 63)
+    for exp in (20, 0x7F):
+        with pytest.raises(ValueError, match=rf"^if_tsresol 10\^-{exp} is finer than a 64-bit timestamp can count "
+                                             r"\(at most 10\^-19\)$"):
+            tsresol_conversion(exp)
+    for exp in (64, 0x7F):
+        with pytest.raises(ValueError, match=rf"^if_tsresol 2\^-{exp} is finer than a 64-bit timestamp can count "
+                                             r"\(at most 2\^-63\)$"):
+            tsresol_conversion(0x80 | exp)
+
+
+def test_finest_decimal_and_binary_resolutions_read_and_one_step_finer_refused(tmp_path):
+    ts = [1_000_000_123, 1_234_567_891]  # 10^10 ticks a ns: small times, or the count leaves 64 bits
+    frames = [frame(0), frame(1)]
+    p = write_pcapng(tmp_path / "d19.pcapng", ts, frames, tsresol=19)
+    assert packets(p) == ([(ts[0], frames[0]), (ts[1], frames[1])], [])
+    p = write_pcapng(tmp_path / "b63.pcapng", ts, frames, tsresol=0x80 | 63)
+    got, msgs = packets(p)
+    assert [f for _, f in got] == frames and msgs == []
+    assert all(0 <= t - g <= 1 for t, (g, _) in zip(ts, got, strict=True))  # 2^-63 s ticks lose below a ns
+    for tsresol, text, limit in ((20, "10^-20", "10^-19"), (0x80 | 64, "2^-64", "2^-63")):
+        p = write_pcapng(tmp_path / f"{tsresol}.pcapng", [123_456_789], frames[:1], tsresol=tsresol)
+        z = tmp_path / f"{tsresol}.pcapng.zst"
+        z.write_bytes(zst(p.read_bytes()))
+        for path in (p, z):
+            err, got = format_error(path)
+            # write_pcapng's section header is 48 bytes: the interface description block follows
+            assert str(err) == (f"{path}: at byte offset 48: if_tsresol {text} is finer than a 64-bit timestamp can "
+                                f"count (at most {limit})")
+            assert err.offset == 48 and got == []
+
+
+# --- section header blocks --------------------------------------------------------------------------------------
+
+def section(e: str = "<", n: int = 2, base: int = 0) -> bytes:
+    """A whole section: shortest header, a nanosecond interface, n packets (ids base ..)."""
+    return shb(e) + idb(e, tsresol=9) + b"".join(epb(T0 + base + i, frame(base + i), e=e) for i in range(n))
+
+
+SECTION = 28 + 32 + 2 * ENTRY  # bytes of section() with two packets
+
+
+@pytest.mark.parametrize("e", ["<", ">"])
+def test_the_shortest_section_header_is_read(tmp_path, e):
+    p = tmp_path / "s.pcapng"
+    p.write_bytes(section(e, 2) + section(e, 1, base=2))
+    assert len(shb(e)) == 28
+    assert packets(p) == ([(T0 + i, frame(i)) for i in range(3)], [])
+
+
+@pytest.mark.parametrize("first", [True, False])
+@pytest.mark.parametrize("bom", [bytes.fromhex("1a2b3c4e"), bytes.fromhex("4c3c2b1a"), bytes(4)])
+def test_a_section_header_with_a_bad_byte_order_magic_is_refused(tmp_path, bom, first):
+    p = tmp_path / "bom.pcapng"
+    at = 0 if first else SECTION
+    p.write_bytes((b"" if first else section()) + shb(bom=bom) + idb() + epb(1, frame(9)))
+    err, got = format_error(p)
+    assert str(err) == f"{p}: at byte offset {at + 8}: section header byte-order magic 0x{bom.hex()}: expected 1a2b3c4d"
+    assert err.offset == at + 8
+    assert got == ([] if first else [(T0, frame(0)), (T0 + 1, frame(1))])
+
+
+@pytest.mark.parametrize("e", ["<", ">"])
+@pytest.mark.parametrize("first", [True, False])
+@pytest.mark.parametrize("blen", [24, 26, 30, 0])
+def test_a_section_header_length_below_28_or_not_a_multiple_of_4_is_refused(tmp_path, e, first, blen):
+    p = tmp_path / "len.pcapng"
+    at = 0 if first else SECTION
+    p.write_bytes((b"" if first else section(e)) + shb(e, blen=blen) + idb(e) + epb(1, frame(9), e=e))
+    err, got = format_error(p)
+    assert str(err) == (f"{p}: at byte offset {at + 4}: section header block length {blen}: expected a multiple of 4, "
+                        ">= 28")
+    assert err.offset == at + 4
+    assert got == ([] if first else [(T0, frame(0)), (T0 + 1, frame(1))])
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_truncated_section_header_warns_with_the_packets_before_it(tmp_path, compressed):
+    for before, cut, count in ((b"", 12, 0), (b"", 27, 0), (section(), 20, 2)):
+        p = tmp_path / ("t.pcapng.zst" if compressed else "t.pcapng")
+        data = before + shb()[:cut]
+        p.write_bytes(zst(data) if compressed else data)
+        got, msgs = packets(p, buffer_bytes=64)
+        assert got == [(T0 + i, frame(i)) for i in range(count)]
+        assert msgs == [f"{p}: truncated last section header block at byte offset {len(before)}: it needs 28 bytes "
+                        f"but only {cut} remain; using the {count} complete packets before it"]
+
+
+def test_a_pcapng_file_must_start_with_a_section_header(tmp_path):
+    """open_capture tells pcapng by the section header's type, so only the pcapng reader itself meets a file that
+    starts with another block."""
+    p = tmp_path / "nohdr.pcapng"
+    p.write_bytes(idb(tsresol=9) + epb(T0, frame(0)))
+    with pytest.raises(CaptureFormatError) as info:
+        list(_read_pcapng(p, ByteSource(p), np.zeros(0, np.uint8), 16, 1 << 16, _ArrayPool(0)))
+    assert str(info.value) == f"{p}: at byte offset 0: pcapng file does not start with a section header block"
+    assert info.value.offset == 0
+    with pytest.raises(CaptureFormatError, match="^" + re.escape(f"{p}: at byte offset 0: unknown magic 0x01000000")):
+        open_capture(p)
+
+
+# --- interface description blocks --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("e", ["<", ">"])
+def test_the_shortest_interface_description_block_is_read_with_microsecond_ticks(tmp_path, e):
+    p = tmp_path / "i.pcapng"
+    p.write_bytes(shb(e) + idb(e, snaplen=1500, linktype=228) + epb(1_700_000_000_123_456, frame(0), e=e))
+    assert len(idb(e)) == 20
+    chunks = list(open_capture(p))
+    assert [(c.linktype, c.snaplen, c.ts_ns.tolist(), c.frame(0)) for c in chunks] == [
+        (228, 1500, [1_700_000_000_123_456_000], frame(0))]
+
+
+@pytest.mark.parametrize("e", ["<", ">"])
+@pytest.mark.parametrize("blen", [16, 12, 22, 0])
+def test_an_interface_description_block_length_below_20_or_not_a_multiple_of_4_is_refused(tmp_path, e, blen):
+    p = tmp_path / "idb.pcapng"
+    p.write_bytes(shb(e) + idb(e, tsresol=9) + epb(T0, frame(0), e=e) + idb(e, blen=blen) + epb(T0, frame(1), e=e))
+    at = 28 + 32 + ENTRY
+    err, got = format_error(p)
+    assert str(err) == (f"{p}: at byte offset {at + 4}: interface description block length {blen}: expected a "
+                        "multiple of 4, >= 20")
+    assert err.offset == at + 4 and got == [(T0, frame(0))]
+
+
+def test_an_interface_description_body_shorter_than_8_bytes_is_refused():
+    """The reader never hands over such a body (a block of at least 20 bytes has 8), so the parser is asked
+    directly."""
+    ifs = _Interfaces()
+    for body in (b"", bytes(7)):
+        with pytest.raises(CaptureFormatError) as info:
+            _parse_idb(Path("x.pcapng"), body, "<", 60, ifs)
+        assert str(info.value) == "x.pcapng: at byte offset 60: interface description block shorter than 20 bytes"
+        assert info.value.offset == 60
+    assert (ifs.kind, ifs.param, ifs.offset, ifs.snap, ifs.linktype) == ([], [], [], [], [])
+    _parse_idb(Path("x.pcapng"), struct.pack(">HHI", 147, 0, 9000), ">", 60, ifs)
+    assert (ifs.kind, ifs.param, ifs.offset, ifs.snap, ifs.linktype) == ([scan.TS_MUL], [1000], [0], [9000], [147])
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_truncated_interface_description_block_warns_with_the_packets_before_it(tmp_path, compressed):
+    for before, cut, count in ((shb(), 12, 0), (shb(), 31, 0), (section(), 20, 2)):
+        p = tmp_path / ("t.pcapng.zst" if compressed else "t.pcapng")
+        data = before + idb(tsresol=9)[:cut]
+        p.write_bytes(zst(data) if compressed else data)
+        got, msgs = packets(p, buffer_bytes=64)
+        assert got == [(T0 + i, frame(i)) for i in range(count)]
+        assert msgs == [f"{p}: truncated last interface description block at byte offset {len(before)}: it needs 32 "
+                        f"bytes but only {cut} remain; using the {count} complete packets before it"]
+
+
+# --- packet blocks -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("defined", [0, 1, 2])
+def test_a_packet_block_of_an_undefined_interface_is_refused_after_the_packets_before_it(tmp_path, defined):
+    p = tmp_path / "if.pcapng"
+    good = b"".join(epb(T0 + i, frame(i), iface=i % defined) for i in range(3)) if defined else b""
+    p.write_bytes(shb() + idb(tsresol=9) * defined + good + epb(T0 + 5, frame(5), iface=defined))
+    at = 28 + 32 * defined + len(good)
+    err, got = format_error(p)
+    assert str(err) == (f"{p}: at byte offset {at}: packet block refers to an interface that no interface "
+                        f"description block defined ({defined} defined)")
+    assert err.offset == at
+    assert got == [(T0 + i, frame(i)) for i in range(3 if defined else 0)]
+
+
+def bad_blocks(e: str) -> list[tuple[str, bytes, int, int]]:
+    """(what, bytes, type, the length the error names): blocks whose length the scan refuses."""
+    return [
+        ("shorter than a block", struct.pack(e + "II", 0xBAD, 8) + bytes(8), 0xBAD, 8),
+        ("not a multiple of 4", block(scan.EPB_TYPE, bytes(80), e, blen=94), scan.EPB_TYPE, 94),
+        ("above the largest record", block(scan.EPB_TYPE, bytes(80), e, blen=(1 << 28) + 4), scan.EPB_TYPE,
+         (1 << 28) + 4),
+        ("a packet block shorter than 32", block(scan.EPB_TYPE, bytes(16), e), scan.EPB_TYPE, 28),
+        ("a captured length beyond the block", block(scan.EPB_TYPE, struct.pack(e + "IIIII", 0, 0, 1, 61, 60)
+                                                     + frame(60), e), scan.EPB_TYPE, 92),
+    ]
+
+
+@pytest.mark.parametrize("e", ["<", ">"])
+@pytest.mark.parametrize("case", range(5))
+def test_a_block_of_impossible_length_is_refused_after_the_packets_before_it(tmp_path, e, case):
+    what, bad, btype, blen = bad_blocks(e)[case]
+    p = tmp_path / "len.pcapng"
+    p.write_bytes(section(e) + bad + epb(T0 + 9, frame(9), e=e))
+    err, got = format_error(p)
+    assert str(err) == (f"{p}: at byte offset {SECTION}: block of type 0x{btype:08x} has impossible length {blen} "
+                        "(or a captured length beyond it)"), what
+    assert err.offset == SECTION and got == [(T0, frame(0)), (T0 + 1, frame(1))]
+
+
+def zstd_cut_at(data: bytes, keep: int) -> bytes:
+    """zstd of data flushed after its first keep bytes and cut there: a premature end."""
+    raw = io.BytesIO()
+    w = zstandard.ZstdCompressor(level=1).stream_writer(raw, closefd=False)
+    w.write(data[:keep])
+    w.flush(zstandard.FLUSH_BLOCK)
+    cut = raw.tell()
+    w.write(data[keep:])
+    w.flush(zstandard.FLUSH_FRAME)
+    return raw.getvalue()[:cut]
+
+
+@pytest.mark.parametrize("source", ["plain", "zstd", "zstd-premature"])
+@pytest.mark.parametrize("left", [1, 11])
+@pytest.mark.parametrize("buffer_bytes", [150, 1 << 20])
+def test_a_last_block_cut_inside_its_first_12_bytes_warns_and_keeps_the_packets(tmp_path, source, left,
+                                                                               buffer_bytes):
+    """Three packets, an unknown block the reader skips, then the first bytes of a fourth packet: the three
+    packets and one warning naming the cut block (a compressed stream that itself ends early: a second one)."""
+    whole = section(n=3) + block(0x0BAD, b"skipped") + epb(T0 + 3, frame(3))
+    cut_at = SECTION + ENTRY + 20
+    data = whole[: cut_at + left]
+    p = tmp_path / ("c.pcapng" if source == "plain" else "c.pcapng.zst")
+    p.write_bytes(data if source == "plain" else zst(data) if source == "zstd" else zstd_cut_at(whole, len(data)))
+    got, msgs = packets(p, buffer_bytes=buffer_bytes)
+    assert got == [(T0 + i, frame(i)) for i in range(3)]
+    want = [f"{p}: truncated last block at byte offset {cut_at}: it needs 12 bytes but only {left} remain; using the "
+            "3 complete packets before it"]
+    if source == "zstd-premature":
+        want.append(f"{p}: the zstd stream ends inside a frame (premature end) after {len(data)} decompressed bytes; "
+                    "using the 3 complete packets before it")
+    want.append(f"{p}: skipped 1 pcapng blocks that hold no packets (statistics, name resolution, custom or unknown "
+                "types)")
+    assert msgs == want
