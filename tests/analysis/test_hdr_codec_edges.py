@@ -134,3 +134,81 @@ def test_first_and_last_non_zero_slots_as_hdrh_counts_them(slots) -> None:
     assert hdr_codec.nonzero_bounds(got.counts) == (slots[0], slots[-1], got.total_count)
     assert got.total_count == h.get_total_count() and h.get_min_value() == slots[0]
     assert h.get_max_value() == slots[-1]
+
+
+def test_a_payload_has_hdrhs_header_and_its_counts() -> None:
+    """The uncompressed V2 payload of a histogram with counts has the hdrh package's header byte for byte: its
+    cookie (word-size nibble 0x10), length, normalizing offset, figures, range and the default conversion ratio
+    1.0; encode_compressed wraps it in hdrh's compressed cookie. The counts differ in one known way: a single
+    empty slot between counts is written as a count of 0 (as Java's HdrHistogram writes it), where hdrh writes a
+    zero run of length 1 (-1); both decode to the same counts."""
+    layout = layout_for(*LAYOUT)
+    h = HdrhHistogram(*LAYOUT)
+    for value, n in ((1, 3), (2, 1), (1000, 7), (123_456_789, 2)):
+        h.record_value(value, n)
+    counts = np.array(h.counts[: layout.counts_len], np.int64)
+    assert len(h.counts) == layout.counts_len and counts.sum() == 13
+    ours = hdr_codec.encode_payload_v2(layout, counts)
+    theirs = _hdrh_payload(h)
+    assert ours[:40] == theirs[:40]
+    assert (ours[40], theirs[40]) == (0x00, 0x01) and ours[41:] == theirs[41:]  # slot 0, a single empty slot
+    assert np.array_equal(hdr_codec.decode_payload(theirs).counts, counts)
+    assert np.array_equal(hdr_codec.decode_payload(ours).counts, counts)
+    assert struct.unpack_from(">i", ours)[0] == 0x1C849313
+    assert hdr_codec.decode_payload(ours).conversion_ratio == 1.0
+    blob = hdr_codec.encode_compressed(layout, counts)
+    assert struct.unpack_from(">i", blob)[0] == 0x1C849314 and zlib.decompress(blob[8:]) == ours
+    assert base64.b64decode(hdr_codec.encode_base64(layout, counts)) == blob
+
+
+def _v0(counts: bytes, word_nibble: int = 0x80) -> bytes:
+    """A V0 payload (HdrHistogram 1.x, 32-byte header, no length field) of 8-byte big-endian counts."""
+    low, high, sig = LAYOUT
+    return struct.pack(">iiqqq", 0x1C849308 & ~0xF0 | word_nibble, sig, low, high, 0) + counts
+
+
+def _v1(counts: bytes, word_nibble: int = 0x80) -> bytes:
+    low, high, sig = LAYOUT
+    return struct.pack(">iiiiqqd", 0x1C849301 & ~0xF0 | word_nibble, len(counts), 0, sig, low, high, 1.0) + counts
+
+
+def test_payload_lengths_at_their_limits() -> None:
+    for short in (b"", b"\x1c\x84\x93"):
+        with pytest.raises(hdr_codec.HdrFormatError, match=rf"^payload of {len(short)} bytes is too short for a "
+                                                           "cookie$"):
+            hdr_codec.decode_payload(short)
+    with pytest.raises(hdr_codec.HdrFormatError, match="^payload of 4 bytes is shorter than the 40-byte header$"):
+        hdr_codec.decode_payload(struct.pack(">i", 0x1C849313))
+    with pytest.raises(hdr_codec.HdrFormatError, match="^payload of 31 bytes is shorter than the 32-byte V0 header$"):
+        hdr_codec.decode_payload(_v0(b"")[:31])
+    empty = hdr_codec.decode_payload(_v0(b""))  # exactly the header: a V0 histogram without counts
+    assert (empty.version, empty.total_count, empty.first_index, empty.word_size) == (0, 0, -1, 8)
+
+
+def test_a_v0_payload_has_no_offset_and_ratio_1() -> None:
+    d = hdr_codec.decode_payload(_v0(struct.pack(">qqq", 0, 5, 2)))
+    assert (d.version, d.normalizing_index_offset, d.conversion_ratio) == (0, 0, 1.0)
+    assert (d.first_index, d.last_index, d.total_count) == (1, 2, 7)
+
+
+def test_a_partial_count_word_is_refused_in_v1_and_ignored_in_v0() -> None:
+    """V1 carries the counts' length, so a length that is no whole number of words is corrupt; V0 has no length
+    field and its counts end where the payload does (a trailing partial word holds no count)."""
+    with pytest.raises(hdr_codec.HdrFormatError, match="^V1 counts of 17 bytes are not a multiple of the word "
+                                                       "size 8$"):
+        hdr_codec.decode_payload(_v1(struct.pack(">qq", 4, 1) + b"\x00"))
+    assert hdr_codec.decode_payload(_v1(struct.pack(">qq", 4, 1))).total_count == 5
+    d = hdr_codec.decode_payload(_v0(struct.pack(">qq", 4, 1) + b"\x00"))
+    assert (d.total_count, d.last_index) == (5, 1)
+
+
+def test_v1_counts_fill_the_histogram_exactly_and_not_one_more() -> None:
+    n = layout_for(*LAYOUT).counts_len
+    full = struct.pack(f">{n}q", *([0] * (n - 1) + [3]))
+    d = hdr_codec.decode_payload(_v1(full))
+    assert (d.last_index, d.total_count) == (n - 1, 3)
+    with pytest.raises(hdr_codec.HdrFormatError, match=rf"^V1 payload holds {n + 1} counts but the histogram has "
+                                                       rf"only {n} slots$"):
+        hdr_codec.decode_payload(_v1(full + struct.pack(">q", 1)))
+    v0 = hdr_codec.decode_payload(_v0(full + struct.pack(">q", 1)))  # V0: what the layout holds, the rest dropped
+    assert (v0.last_index, v0.total_count) == (n - 1, 3)
