@@ -212,3 +212,15 @@ def test_v1_counts_fill_the_histogram_exactly_and_not_one_more() -> None:
         hdr_codec.decode_payload(_v1(full + struct.pack(">q", 1)))
     v0 = hdr_codec.decode_payload(_v0(full + struct.pack(">q", 1)))  # V0: what the layout holds, the rest dropped
     assert (v0.last_index, v0.total_count) == (n - 1, 3)
+
+
+@pytest.mark.parametrize("encode", [_v0, _v1], ids=["v0", "v1"])
+def test_v0_v1_counts_may_add_up_to_the_signed_64_bit_limit_and_not_beyond(encode) -> None:
+    top = 2**63 - 1
+    d = hdr_codec.decode_payload(encode(struct.pack(">qqq", top - 1, 0, 1)))
+    assert (d.total_count, d.first_index, d.last_index) == (top, 0, 2)
+    version = 0 if encode is _v0 else 1
+    for counts in ((top, 1), (top, 0, 1), (1, top)):
+        with pytest.raises(hdr_codec.HdrFormatError, match=rf"^V{version} payload counts add up beyond the signed "
+                                                           rf"64-bit limit {top}$"):
+            hdr_codec.decode_payload(encode(struct.pack(f">{len(counts)}q", *counts)))
