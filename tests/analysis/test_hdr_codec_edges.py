@@ -224,3 +224,27 @@ def test_v0_v1_counts_may_add_up_to_the_signed_64_bit_limit_and_not_beyond(encod
         with pytest.raises(hdr_codec.HdrFormatError, match=rf"^V{version} payload counts add up beyond the signed "
                                                            rf"64-bit limit {top}$"):
             hdr_codec.decode_payload(encode(struct.pack(f">{len(counts)}q", *counts)))
+
+
+def test_compressed_header_and_length_limits() -> None:
+    cookie = struct.pack(">i", 0x1C849314)
+    with pytest.raises(hdr_codec.HdrFormatError, match="^compressed histogram of 7 bytes is shorter than its 8-byte "
+                                                       "header$"):
+        hdr_codec.decode_compressed(cookie + b"\0\0\0")
+    # exactly the header, length 0: a zlib stream of no bytes has no end
+    with pytest.raises(hdr_codec.HdrFormatError, match=r"^zlib stream is truncated \(no end of stream\)$"):
+        hdr_codec.decode_compressed(cookie + struct.pack(">i", 0))
+    with pytest.raises(hdr_codec.HdrFormatError, match="^negative compressed length -1$"):
+        hdr_codec.decode_compressed(cookie + struct.pack(">i", -1))
+
+
+def test_base64_with_a_character_outside_its_alphabet_is_refused() -> None:
+    """hlog lines are strict base64: a stray character is corruption, not something to skip."""
+    layout = layout_for(*LAYOUT)
+    counts = np.zeros(layout.counts_len, np.int64)
+    counts[5] = 2
+    text = hdr_codec.encode_base64(layout, counts).decode()
+    assert hdr_codec.decode_base64(text).total_count == 2
+    bad = text[:12] + "*" + text[12:]
+    with pytest.raises(hdr_codec.HdrFormatError, match=rf"^invalid base64 \(.*\); {len(bad)} characters$"):
+        hdr_codec.decode_base64(bad)
