@@ -155,3 +155,18 @@ def test_profile_nll_is_the_minimum_over_the_shape(xi, scale):
     crit = 0.5 * 3.841458820694124
     for end in (p.low, p.high):
         assert _profile_nll_reference(end, 0.0, fit.zeta, m, y, bounds) + fit.loglik == pytest.approx(crit, abs=1e-6)
+
+
+def test_mean_excess_of_latencies_in_seconds_and_of_equal_exceedances():
+    """The unit of the data is the user's: excesses of microseconds written in seconds (variance ~1e-12) get
+    their own interval, and equal exceedances (variance 0, which the suffix sums may leave a rounding error
+    below 0) an interval that is the point."""
+    x = np.random.default_rng(11).exponential(2e-6, 300) + 1e-5
+    u = float(np.quantile(x, 0.8))
+    df = evt.mean_excess(x, [u])
+    mean, low, high, k = _mean_excess_row(x, u, 0.05)
+    assert df.n_exceed[0] == k == 60
+    assert (df.mean_excess[0], df.ci_low[0], df.ci_high[0]) == pytest.approx((mean, low, high), rel=1e-6, abs=0)
+    assert 0 < df.ci_high[0] - df.ci_low[0] < 2e-6
+    same = evt.mean_excess(np.array([0.1, 0.2, 0.7, 0.7, 0.7, 0.7]), [0.3], min_exceed=2)
+    assert (same.mean_excess[0], same.ci_low[0], same.ci_high[0]) == pytest.approx((0.4, 0.4, 0.4), rel=1e-12)
