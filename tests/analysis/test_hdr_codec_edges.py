@@ -248,3 +248,10 @@ def test_base64_with_a_character_outside_its_alphabet_is_refused() -> None:
     bad = text[:12] + "*" + text[12:]
     with pytest.raises(hdr_codec.HdrFormatError, match=rf"^invalid base64 \(.*\); {len(bad)} characters$"):
         hdr_codec.decode_base64(bad)
+
+
+def test_bounds_of_no_counts() -> None:
+    assert hdr_codec.nonzero_bounds(np.zeros(7, np.int64)) == (-1, -1, 0)
+    assert hdr_codec.nonzero_bounds(np.zeros(0, np.int64)) == (-1, -1, 0)
+    empty = hdr_codec.decode_payload(_v1(b""))
+    assert (empty.first_index, empty.last_index, empty.total_count) == (-1, -1, 0)

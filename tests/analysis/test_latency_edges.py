@@ -5,12 +5,16 @@ exclusive; a window of 2**18 packets), recorded in its counts."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from benchbook.analysis.latency import ContentKey, IdKey, match_captures
-from benchbook.capture import write_pcap
+from benchbook.capture import write_pcap, write_pcapng
+from benchbook.paths import REPO_ROOT
 from capture_reference import frames_with_ids
 
 
@@ -61,3 +65,54 @@ def test_the_defaults_are_a_5_s_maximum_latency_exclusive_and_a_2_pow_18_packet_
     assert (res.counts["max_latency_ns"], res.counts["window_limit"]) == (max_ns, 1 << 18)
     assert (res.counts["matched"], res.counts["lost"], res.counts["unmatched_post"]) == (1, 1, 1)
     assert res.key == "id: 8 bytes at offset 42 (little-endian)" and res.warnings == [] and res.parquet is None
+
+
+def test_a_snap_length_that_just_holds_the_id_is_enough(tmp_path):
+    """IdKey(42) reads bytes 42..49: a snap length of 50 holds them (only a shorter one is refused up front)."""
+    frames = [f[:50] for f in frames_with_ids([1, 2, 3])]
+    ts = np.array([1_000, 2_000, 3_000], np.int64)
+    write_pcap(tmp_path / "pre.pcap", ts, frames, snaplen=50)
+    write_pcap(tmp_path / "post.pcap", ts + 500, frames, snaplen=50)
+    res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap")
+    assert res.id.tolist() == [1, 2, 3] and res.latency_ns.tolist() == [500, 500, 500]
+
+
+def test_a_later_section_too_short_for_the_id_is_counted_not_refused(tmp_path):
+    """The snap-length check refuses a capture whose first chunk cannot carry the id; a later pcapng section
+    whose interface is too short keeps what came before: its packets are counted unkeyed, with the warning."""
+    ids = list(range(8))
+    ts = np.arange(1, 9, dtype=np.int64) * 1_000
+    first = write_pcapng(tmp_path / "a.pcapng", ts[:4], frames_with_ids(ids[:4])).read_bytes()
+    short = write_pcapng(tmp_path / "b.pcapng", ts[4:], [f[:40] for f in frames_with_ids(ids[4:])],
+                         snaplen=40).read_bytes()
+    (tmp_path / "pre.pcapng").write_bytes(first + short)
+    write_pcap(tmp_path / "post.pcap", ts + 700, frames_with_ids(ids))
+    with pytest.warns(UserWarning, match=r"pre\.pcapng: 4 pre packets are too short to carry the key"):
+        res = match_captures(tmp_path / "pre.pcapng", tmp_path / "post.pcap", chunk_packets=4)
+    assert res.id.tolist() == [0, 1, 2, 3] and res.counts["unkeyed_pre"] == 4
+
+
+_FAILING_MATCH = """
+import sys
+from benchbook.analysis.latency import match_captures
+try:
+    match_captures(sys.argv[1], sys.argv[2], chunk_packets=4)
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_a_match_that_fails_leaves_no_thread_keeping_the_process(tmp_path):
+    """The pre capture is corrupt in its second chunk while the post capture's reader thread waits to hand on
+    its next chunk: the error ends the match, and the process exits (the reader threads are daemons)."""
+    ts = np.arange(1, 401, dtype=np.int64) * 1_000
+    frames = frames_with_ids(range(400))
+    write_pcap(tmp_path / "post.pcap", ts + 700, frames)
+    good = write_pcap(tmp_path / "pre.pcap", ts[:8], frames[:8]).read_bytes()
+    corrupt = bytearray(good)
+    corrupt[24 + 4 * (16 + 60) + 8: 24 + 4 * (16 + 60) + 12] = (10**6).to_bytes(4, "little")  # 5th caplen
+    (tmp_path / "pre.pcap").write_bytes(bytes(corrupt))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "lib"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _FAILING_MATCH, str(tmp_path / "pre.pcap"),
+                           str(tmp_path / "post.pcap")], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "CaptureFormatError", proc.stderr[-2000:]
