@@ -8,6 +8,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -116,3 +117,37 @@ def test_a_match_that_fails_leaves_no_thread_keeping_the_process(tmp_path):
     proc = subprocess.run([sys.executable, "-c", _FAILING_MATCH, str(tmp_path / "pre.pcap"),
                            str(tmp_path / "post.pcap")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "CaptureFormatError", proc.stderr[-2000:]
+
+
+def test_every_warning_text_and_where_it_points(tmp_path):
+    """The warnings are the result's too (res.warnings), word for word, and each points at the caller's line."""
+    ts = np.array([1_000, 2_000, 3_000, 4_000], np.int64)
+    frames = frames_with_ids([1, 2, 3, 4])
+    pre, post, empty = tmp_path / "pre.pcap", tmp_path / "post.pcap", tmp_path / "empty.pcap"
+    # pre: packet 3 cut to 40 bytes (too short for the id), packet 2 sent twice; post: its clock steps back once
+    write_pcap(pre, np.array([1_000, 2_000, 2_500, 3_000, 4_000], np.int64),
+               [frames[0], frames[1], frames[1], frames[2][:40], frames[3]])
+    write_pcap(post, np.array([1_500, 2_600, 2_550, 4_500], np.int64), [frames[0], frames[1], frames[2], frames[3]])
+    write_pcap(empty, np.zeros(0, np.int64), [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = match_captures(pre, post)
+    assert res.warnings == [
+        f"{pre}: 1 pre packets are too short to carry the key (offset 42 + width 8); the first is the record at "
+        f"byte offset {24 + 3 * (16 + 60)} with 40 captured bytes",
+        f"{post}: timestamps go backwards 1 times in the post capture",
+        "2 pre packets share a key with another waiting pre packet and were dropped",  # both copies
+    ]
+    assert [str(w.message) for w in caught] == res.warnings
+    assert {w.filename for w in caught} == {__file__}
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        res = match_captures(empty, post, ContentKey(), out_parquet=tmp_path / "l.parquet")
+    assert res.warnings[0] == f"{empty}: the pre capture holds no packets (nothing after its file header)"
+    assert res.parquet == tmp_path / "l.parquet" and res.parquet.is_file()
+    write_pcap(pre, ts[:1], [frames[0][:12]])
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        res = match_captures(pre, post, ContentKey())
+    assert res.warnings[0] == (f"{pre}: 1 pre packets are too short to carry the key (more than 12 bytes); the "
+                               "first is the record at byte offset 24 with 12 captured bytes")
