@@ -20,6 +20,7 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import chi2, genpareto
 
 from benchbook.analysis import evt
+from evt_counting import counting_profile
 
 CRIT = 0.5 * float(chi2.ppf(0.95, 1))
 DEFAULT_BOUNDS = (-0.95, 1.5)
@@ -149,16 +150,6 @@ def test_shape_bounds_symmetric_about_zero_put_a_grid_point_on_the_exponential(m
     _assert_ends_are_the_crossings(data, 10.0, m, p, (-0.5, 0.5))
 
 
-def _counting_profile(monkeypatch) -> list[int]:
-    calls = [0]
-    inner = evt._profile_nll_at
-
-    def counted(*args, **kwargs):
-        calls[0] += 1
-        return inner(*args, **kwargs)
-
-    monkeypatch.setattr(evt, "_profile_nll_at", counted)
-    return calls
 
 
 def test_levels_with_no_gpd_in_the_shape_bounds_end_the_lower_search_by_bisection(monkeypatch):
@@ -172,7 +163,7 @@ def test_levels_with_no_gpd_in_the_shape_bounds_end_the_lower_search_by_bisectio
     edge = 20.0 + y.max() * (1.0 - (m * fit.zeta) ** -0.1)
     assert _profile_ref(edge - 1e-9, 20.0, m * fit.zeta, y, bounds)[0] == math.inf
     assert fit.return_level(m) - fit.sigma < edge  # the first step down has no GPD
-    calls = _counting_profile(monkeypatch)
+    calls = counting_profile(monkeypatch)
     p = evt.return_level_profile_ci(data, 20.0, m, xi_bounds=bounds)
     assert calls[0] <= 150
     monkeypatch.undo()
@@ -186,7 +177,7 @@ def test_an_interval_costs_a_few_dozen_profile_evaluations(monkeypatch, m):
     the first step down passes the threshold: the root search then starts just above the threshold (where the
     profile is finite), not a 100-step bisection from a level with no GPD at all."""
     data = _sample(0.1, 5.0, 100.0, 300, 2_700, 4)
-    calls = _counting_profile(monkeypatch)
+    calls = counting_profile(monkeypatch)
     p = evt.return_level_profile_ci(data, 100.0, m)
     assert calls[0] <= 60
     if m == 20.0:

@@ -19,6 +19,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2, genpareto
 
 from benchbook.analysis import evt
+from evt_counting import counting_profile
 
 CRIT = 0.5 * float(chi2.ppf(0.95, 1))
 DEFAULT_BOUNDS = (-0.95, 1.5)
@@ -90,16 +91,6 @@ def _profile_ref(level: float, u: float, mz: float, y: np.ndarray, bounds: tuple
     return float(min(res.fun, vals[j]))
 
 
-def _counting_profile(monkeypatch) -> list[int]:
-    calls = [0]
-    inner = evt._profile_nll_at
-
-    def counted(*args, **kwargs):
-        calls[0] += 1
-        return inner(*args, **kwargs)
-
-    monkeypatch.setattr(evt, "_profile_nll_at", counted)
-    return calls
 
 
 # -- the fit's covariance -------------------------------------------------------------------------
@@ -138,7 +129,7 @@ def test_a_return_period_just_beyond_the_threshold_has_the_threshold_as_lower_en
     y = evt.exceedances(data, 10.0)
     mz = 1.0 + 1.5e-9
     m = mz / fit.zeta
-    calls = _counting_profile(monkeypatch)
+    calls = counting_profile(monkeypatch)
     p = evt.return_level_profile_ci(data, 10.0, m)
     assert calls[0] <= 30
     monkeypatch.undo()
