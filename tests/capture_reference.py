@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import struct
 from pathlib import Path
 
@@ -96,3 +97,16 @@ def frames_with_ids(ids) -> list[bytes]:
     head = bytes.fromhex("020000000002020000000001" "0800" "45000024000000004011" "0000" "0a000001" "0a000002"
                          "04d2" "04d3" "0010" "0000")
     return [(head + struct.pack("<Q", i)).ljust(60, b"\0") for i in ids]
+
+
+def zstd_cut_after_block(data: bytes, keep: int, level: int = 3) -> bytes:
+    """zstd of `data` whose first `keep` bytes end a block (flushed there), cut right after that block: a stream
+    that ends at a block boundary inside its frame (zstd -t: premature end)."""
+    raw = io.BytesIO()
+    w = zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=False)
+    w.write(data[:keep])
+    w.flush(zstandard.FLUSH_BLOCK)
+    cut = raw.tell()
+    w.write(data[keep:])
+    w.flush(zstandard.FLUSH_FRAME)
+    return raw.getvalue()[:cut]

@@ -20,24 +20,10 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import chi2, genpareto
 
 from benchbook.analysis import evt
-from evt_counting import counting_profile
+from evt_reference import counting_profile, nll_at_shapes
 
 CRIT = 0.5 * float(chi2.ppf(0.95, 1))
 DEFAULT_BOUNDS = (-0.95, 1.5)
-
-
-def _nll_at_shapes(d: float, log_mz: float, xis: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """GPD nll of y at sigma = d xi / ((m zeta)^xi - 1) (Coles 4.13 solved for sigma; d / log(m zeta) at xi = 0),
-    for every shape in xis at once; +inf where sigma is not positive or a point is outside the support."""
-    xis = np.asarray(xis, dtype=np.float64)
-    zero = xis == 0
-    with np.errstate(all="ignore"):
-        sigma = d / np.where(zero, log_mz, np.expm1(xis * log_mz) / np.where(zero, 1.0, xis))
-        t = xis[:, None] * y[None, :] / sigma[:, None]
-        bad = np.any(t <= -1.0, axis=1) | ~(sigma > 0) | ~np.isfinite(sigma)
-        general = y.size * np.log(sigma) + (1.0 + 1.0 / xis) * np.log1p(t).sum(axis=1)
-        exponential = y.size * np.log(sigma) + y.sum() / sigma
-        return np.where(bad, np.inf, np.where(zero, exponential, general))
 
 
 def _profile_ref(level: float, u: float, mz: float, y: np.ndarray, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -46,11 +32,11 @@ def _profile_ref(level: float, u: float, mz: float, y: np.ndarray, bounds: tuple
     if d <= 0:
         return math.inf, math.nan
     xs = np.linspace(bounds[0], bounds[1], 801)
-    vals = np.concatenate([_nll_at_shapes(d, log_mz, xs[s:s + 100], y) for s in range(0, xs.size, 100)])
+    vals = np.concatenate([nll_at_shapes(d, log_mz, xs[s:s + 100], y) for s in range(0, xs.size, 100)])
     if not np.any(np.isfinite(vals)):
         return math.inf, math.nan
     j = int(np.argmin(vals))
-    res = minimize_scalar(lambda x: float(_nll_at_shapes(d, log_mz, np.array([x]), y)[0]),
+    res = minimize_scalar(lambda x: float(nll_at_shapes(d, log_mz, np.array([x]), y)[0]),
                           bounds=(xs[max(j - 1, 0)], xs[min(j + 1, xs.size - 1)]), method="bounded",
                           options={"xatol": 1e-13})
     return (float(res.fun), float(res.x)) if res.fun < vals[j] else (float(vals[j]), float(xs[j]))
@@ -148,8 +134,6 @@ def test_shape_bounds_symmetric_about_zero_put_a_grid_point_on_the_exponential(m
     m = mz * 10.0
     p = evt.return_level_profile_ci(data, 10.0, m, xi_bounds=(-0.5, 0.5))
     _assert_ends_are_the_crossings(data, 10.0, m, p, (-0.5, 0.5))
-
-
 
 
 def test_levels_with_no_gpd_in_the_shape_bounds_end_the_lower_search_by_bisection(monkeypatch):

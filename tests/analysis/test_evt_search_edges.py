@@ -19,7 +19,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2, genpareto
 
 from benchbook.analysis import evt
-from evt_counting import counting_profile
+from evt_reference import counting_profile, nll_at_shapes
 
 CRIT = 0.5 * float(chi2.ppf(0.95, 1))
 DEFAULT_BOUNDS = (-0.95, 1.5)
@@ -61,36 +61,20 @@ def _documented_step_hessian(sigma: float, xi: float, y: np.ndarray) -> np.ndarr
     return np.array([[h00, h01], [h01, h11]])
 
 
-def _nll_at_shapes(d: float, log_mz: float, xis: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """GPD nll of y at sigma = d xi / ((m zeta)^xi - 1) for every shape in xis (d / log(m zeta) at xi = 0); +inf
-    where sigma is not positive or a point lies outside the support."""
-    xis = np.asarray(xis, dtype=np.float64)
-    zero = xis == 0
-    with np.errstate(all="ignore"):
-        sigma = d / np.where(zero, log_mz, np.expm1(xis * log_mz) / np.where(zero, 1.0, xis))
-        t = xis[:, None] * y[None, :] / sigma[:, None]
-        bad = np.any(t <= -1.0, axis=1) | ~(sigma > 0) | ~np.isfinite(sigma)
-        general = y.size * np.log(sigma) + (1.0 + 1.0 / xis) * np.log1p(t).sum(axis=1)
-        exponential = y.size * np.log(sigma) + y.sum() / sigma
-        return np.where(bad, np.inf, np.where(zero, exponential, general))
-
-
 def _profile_ref(level: float, u: float, mz: float, y: np.ndarray, bounds: tuple[float, float]) -> float:
     """min over xi in bounds of the nll with sigma expressed through the return level."""
     d, log_mz = level - u, math.log(mz)
     if d <= 0:
         return math.inf
     xs = np.linspace(bounds[0], bounds[1], 801)
-    vals = np.concatenate([_nll_at_shapes(d, log_mz, xs[s:s + 100], y) for s in range(0, xs.size, 100)])
+    vals = np.concatenate([nll_at_shapes(d, log_mz, xs[s:s + 100], y) for s in range(0, xs.size, 100)])
     if not np.any(np.isfinite(vals)):
         return math.inf
     j = int(np.argmin(vals))
-    res = minimize_scalar(lambda x: float(_nll_at_shapes(d, log_mz, np.array([x]), y)[0]),
+    res = minimize_scalar(lambda x: float(nll_at_shapes(d, log_mz, np.array([x]), y)[0]),
                           bounds=(xs[max(j - 1, 0)], xs[min(j + 1, xs.size - 1)]), method="bounded",
                           options={"xatol": 1e-13})
     return float(min(res.fun, vals[j]))
-
-
 
 
 # -- the fit's covariance -------------------------------------------------------------------------

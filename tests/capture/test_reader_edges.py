@@ -8,7 +8,6 @@ block cut inside its first 12 bytes (coverage found these unrun, or run only by 
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import struct
@@ -31,6 +30,7 @@ from benchbook.capture import (
 )
 from benchbook.capture.reader import _ArrayPool, _Interfaces, _parse_idb, _read_pcapng, tsresol_conversion
 from benchbook.capture.source import ByteSource
+from capture_reference import zstd_cut_after_block
 
 T0 = 1_700_000_000_000_000_000
 LE_BOM = struct.pack("<I", 0x1A2B3C4D)
@@ -478,17 +478,6 @@ def test_a_block_of_impossible_length_is_refused_after_the_packets_before_it(tmp
     assert err.offset == SECTION and got == [(T0, frame(0)), (T0 + 1, frame(1))]
 
 
-def zstd_cut_at(data: bytes, keep: int) -> bytes:
-    """zstd of data flushed after its first keep bytes and cut there: a premature end."""
-    raw = io.BytesIO()
-    w = zstandard.ZstdCompressor(level=1).stream_writer(raw, closefd=False)
-    w.write(data[:keep])
-    w.flush(zstandard.FLUSH_BLOCK)
-    cut = raw.tell()
-    w.write(data[keep:])
-    w.flush(zstandard.FLUSH_FRAME)
-    return raw.getvalue()[:cut]
-
 
 @pytest.mark.parametrize("source", ["plain", "zstd", "zstd-premature"])
 @pytest.mark.parametrize("left", [1, 11])
@@ -501,7 +490,8 @@ def test_a_last_block_cut_inside_its_first_12_bytes_warns_and_keeps_the_packets(
     cut_at = SECTION + ENTRY + 20
     data = whole[: cut_at + left]
     p = tmp_path / ("c.pcapng" if source == "plain" else "c.pcapng.zst")
-    p.write_bytes(data if source == "plain" else zst(data) if source == "zstd" else zstd_cut_at(whole, len(data)))
+    p.write_bytes(data if source == "plain" else zst(data) if source == "zstd"
+                  else zstd_cut_after_block(whole, len(data), level=1))
     got, msgs = packets(p, buffer_bytes=buffer_bytes)
     assert got == [(T0 + i, frame(i)) for i in range(3)]
     want = [f"{p}: truncated last block at byte offset {cut_at}: it needs 12 bytes but only {left} remain; using the "

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 from pathlib import Path
 
 import zstandard
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # tests/, for the helper the reader's tests share; run as a script
+from capture_reference import zstd_cut_after_block  # noqa: E402  (after the path it needs)
 
 
 def frame(i: int) -> bytes:
@@ -51,25 +54,13 @@ def pcapng(n: int = 4, tsresol: int = 9) -> bytearray:
     return out
 
 
-def zstd_cut_at_block(data: bytes, keep: int) -> bytes:
-    """zstd of `data` whose first `keep` bytes end a block (flushed there); cut right after that
-    block: a stream that ends at a block boundary inside its frame (zstd -t: premature end)."""
-    raw = io.BytesIO()
-    w = zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False)
-    w.write(data[:keep])
-    w.flush(zstandard.FLUSH_BLOCK)
-    cut = raw.tell()
-    w.write(data[keep:])
-    w.flush(zstandard.FLUSH_FRAME)
-    return raw.getvalue()[:cut]
-
 
 def main() -> None:
     files: dict[str, bytes] = {}
     good = pcap(8)
     files["good.pcap"] = good
     files["zstd-garbage.pcap.zst"] = b"\x28\xb5\x2f\xfd" + bytes((i * 37 + 11) % 251 for i in range(200))
-    files["zstd-cut-at-block.pcap.zst"] = zstd_cut_at_block(good, 24 + 4 * 76)
+    files["zstd-cut-at-block.pcap.zst"] = zstd_cut_after_block(good, 24 + 4 * 76)
     c = zstandard.ZstdCompressor(level=3)
     files["zstd-two-frames.pcap.zst"] = c.compress(good[: 24 + 3 * 76]) + c.compress(good[24 + 3 * 76 :])
     files["zstd-cut-at-frame.pcap.zst"] = (c.compress(good[: 24 + 3 * 76])
