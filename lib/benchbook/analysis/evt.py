@@ -40,12 +40,18 @@ def gpd_nll(sigma: float, xi: float, y: np.ndarray) -> float:
     if sigma <= 0 or not np.isfinite(sigma) or not np.isfinite(xi):
         return math.inf
     k = y.size
+    w = y / sigma
     if abs(xi) < _XI_ZERO:
-        return k * math.log(sigma) + float(y.sum()) / sigma
-    z = 1.0 + xi * y / sigma
-    if np.any(z <= 0):
+        # (1 + 1/xi) log1p(xi w) to first order in xi (the next term, xi^2 (w^3/3 - w^2/2), is below 1e-16 of
+        # the nll for exceedances within 10 scales): the exponential's nll at 0, and the slope that a central
+        # difference across the band needs
+        return k * math.log(sigma) + float(np.sum(w + xi * (w - 0.5 * w * w)))
+    t = xi * w
+    if np.any(t <= -1.0):
         return math.inf
-    return k * math.log(sigma) + (1.0 + 1.0 / xi) * float(np.log(z).sum())
+    # log1p: log(1 + xi w) loses all but log10(xi w / 1e-16) digits for shapes near 0, which the 1/xi before it
+    # then magnifies (the Hessian's xi-xi entry was 47 % low at xi = 0 and 85 % high at 1e-7 with log)
+    return k * math.log(sigma) + (1.0 + 1.0 / xi) * float(np.log1p(t).sum())
 
 
 def expected_information_cov(sigma: float, xi: float, k: int) -> np.ndarray:
