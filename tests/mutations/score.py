@@ -20,7 +20,11 @@ annotation of an annotated assignment changed in a module that never evaluates i
 the denominator: score = killed / (mutants - equivalent). A kill counts only with run_tests.py's log entry saying a
 test failed or the timeout ended the run (logged()); a mutant without one is untested and the module has no score.
 Results stay in build/mutate/ (mutmut's cache in the tree copy, the per-mutant log, report.md); a rerun of a module
-tests only its survivors and unproven mutants again unless --fresh.
+tests only its survivors and unproven mutants again unless --fresh. After each module's run its kills (with their
+log entries) are saved to tests/mutations/results/<module>.json with the sha256 of the source they were measured
+on, to be committed: a run without --fresh on a tree that holds nothing of the module starts from them when the
+source is still the same (a fresh machine need not measure a module again from nothing; survivors are always
+tested again). `--save` writes them from build/mutate/ alone.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -52,6 +57,7 @@ SITE = REPO / "build" / "mutate-site"
 PYTHON = REPO / ".venv" / "bin" / "python"
 MODULES_FILE = HERE / "modules.toml"
 EQUIVALENT_FILE = HERE / "equivalent.toml"
+RESULTS = HERE / "results"
 KERNEL_IMPORT = re.compile(r"^from benchbook\.kernels import .*\bnjit\b", re.M)
 DONE = ("ok_killed", "ok_suspicious", "bad_timeout", "bad_survived", "skipped")
 
@@ -262,6 +268,8 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
         _forget(tree, m)
         log.unlink(missing_ok=True)
     else:
+        if not read_mutants(tree, m):
+            print(restore_results(tree, m), flush=True)
         _reopen_unproven(tree, m)
     _forget_baseline_time(tree)
     (out / f"{m.slug}.tree").write_text(tree.name)  # where the module's latest results are
@@ -306,6 +314,7 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
             Path(run_cfg["server"]).unlink(missing_ok=True)
         _drop_pyc(tree, m)  # a mutant's bytecode may pass the timestamp check against the restored source
     (out / f"{m.slug}.mutmut.txt").write_text(proc.stdout[-20000:] + proc.stderr[-5000:])
+    save_results(m)
     n = len(read_mutants(tree, m))
     return f"{m.path}: {n} mutants in {time.monotonic() - t0:.0f} s (selection for {len(sel)} lines)"
 
@@ -379,6 +388,75 @@ def _reopen_unproven(tree: Path, m: Module) -> int:
                         "AND Line.line_number = ?)", (mu.index, m.lib_path, mu.line_number - 1))
     con.close()
     return len(unproven)
+
+
+# -- saved results (committed) -----------------------------------------------------------------------------------------
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def saved_form(m: Module, source: bytes, mutants: list[Mutant]) -> dict:
+    """The module's kills borne out by the log (logged()), as saved: the source's sha256, the failing tests once,
+    one [line, index, mutmut status, outcome, failing tests' indices] per mutant."""
+    kills = [mu for mu in mutants if mu.status in ("ok_killed", "ok_suspicious", "bad_timeout") and logged(mu)]
+    tests = sorted({t for mu in kills for t in mu.outcome.get("failed", [])})
+    return {"module": m.path, "source_sha256": _sha256(source),
+            "saved": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "tests": tests,
+            "mutants": [[mu.line_number, mu.index, mu.status, mu.outcome.get("outcome", ""),
+                         [tests.index(t) for t in mu.outcome.get("failed", [])]] for mu in kills]}
+
+
+def saved_kills(saved: dict, source: bytes) -> list[tuple[str, int, int, str, dict]]:
+    """(line's text, index, 0-based line number, mutmut status, log entry) of each saved kill, or [] when the saved
+    results were measured on another source (a kill is a property of the whole module as it was)."""
+    if saved.get("source_sha256") != _sha256(source):
+        return []
+    lines = source.decode("utf-8").splitlines()
+    out = []
+    for line_number, index, status, outcome, failed in saved["mutants"]:
+        text = lines[line_number - 1]
+        entry = {"module": saved["module"], "mutant": f"{line_number}:{index}", "line": text, "outcome": outcome,
+                 "failed": [saved["tests"][i] for i in failed], "restored_from": saved["saved"]}
+        out.append((text, index, line_number - 1, status, entry))
+    return out
+
+
+def save_results(m: Module) -> str:
+    """Write tests/mutations/results/<slug>.json from the module's tree (whole or not at all)."""
+    tree = find_tree(m)
+    if tree is None:
+        return f"{m.path}: nothing to save"
+    form = saved_form(m, (tree / m.lib_path).read_bytes(), read_mutants(tree, m))
+    RESULTS.mkdir(exist_ok=True)
+    dest = RESULTS / f"{m.slug}.json"
+    tmp = dest.with_suffix(".json.tmp")
+    body = ",\n".join(json.dumps(r) for r in form["mutants"])
+    head = {k: v for k, v in form.items() if k != "mutants"}
+    tmp.write_text(json.dumps(head, indent=1)[:-2] + ',\n "mutants": [\n' + body + "\n ]\n}\n")
+    json.loads(tmp.read_text())  # what a later run reads back
+    os.replace(tmp, dest)
+    return f"{m.path}: {len(form['mutants'])} kills saved to {dest.relative_to(REPO)}"
+
+
+def restore_results(tree: Path, m: Module) -> str:
+    """Put the saved kills of the module into the tree's mutmut cache and its log, when the tree's source is the
+    one they were measured on."""
+    f = RESULTS / f"{m.slug}.json"
+    if not f.is_file():
+        return f"{m.path}: no saved results"
+    saved = json.loads(f.read_text())
+    kills = saved_kills(saved, (tree / m.lib_path).read_bytes())
+    if not kills:
+        return f"{m.path}: the saved results are of another version of it ({saved['saved']}): measured afresh"
+    rows = WORK / "modules" / f"{m.slug}.restore.json"
+    rows.write_text(json.dumps([[text, index, n, status] for text, index, n, status, _ in kills]))
+    subprocess.run([str(PYTHON), str(HERE / "mutmut_main.py"), "restore", m.lib_path, str(rows)], cwd=tree,
+                   env={**os.environ, "PYTHONPATH": str(SITE)}, check=True, capture_output=True)
+    with (WORK / "modules" / f"{m.slug}.log.jsonl").open("a") as log:
+        for *_, entry in kills:
+            log.write(json.dumps(entry) + "\n")
+    return f"{m.path}: {len(kills)} kills restored from {f.relative_to(REPO)} ({saved['saved']})"
 
 
 # -- results -----------------------------------------------------------------------------------------------------------
@@ -618,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="only print the table of the results there are")
     ap.add_argument("--survivors", action="store_true", help="list the survivors (of the modules given)")
     ap.add_argument("--list", action="store_true", help="list the modules and their tests")
+    ap.add_argument("--save", action="store_true", help="save the modules' kills to tests/mutations/results/")
     args = ap.parse_args(argv)
     modules = load_modules()
     unknown = set(args.modules) - {m.path for m in modules}
@@ -628,6 +707,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for m in chosen:
             print(f"{m.path} (round {m.round}): {' '.join(m.tests)}")
+        return 0
+    if args.save:
+        for m in chosen:
+            print(save_results(m))
         return 0
     if not args.report and not args.survivors:
         if not (SITE / "mutmut").is_dir():

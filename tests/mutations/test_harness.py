@@ -170,3 +170,32 @@ def test_a_mutant_on_a_repeated_line_gets_its_own_status():
     assert mutmut_lookup("f.py", ids, "h")[ids[3]] == "ok_killed"  # the bug: line 177 is never run again
     fixed = mutmut_main.statuses_line_by_line(mutmut_lookup)("f.py", ids, "h")
     assert fixed == {ids[0]: "bad_survived", ids[1]: "ok_killed", ids[2]: "ok_killed", ids[3]: "untested"}
+
+
+def test_saved_kills_come_back_only_for_the_source_they_were_measured_on():
+    """A module's kills saved (with the failing tests and the source's sha256) come back as the same mutants with
+    the same log entries; survivors, unproven kills and untested mutants are not saved (they are tested again); a
+    source changed by one byte gets nothing back."""
+    source = b"def f(x):\n    y = x + 1\n    return y * 2\n"
+    m = score.Module("x.py", ["tests/test_x.py"])
+    t = "tests/test_x.py::test_f[a b]"
+    mutants = [score.Mutant(2, 0, "ok_killed", "    y = x + 1", "    y = x - 1", {"outcome": "killed", "failed": [t]}),
+               score.Mutant(2, 1, "bad_timeout", "    y = x + 1", "    y = x + 2", {}),
+               score.Mutant(3, 0, "ok_suspicious", "    return y * 2", "    return y / 2",
+                            {"outcome": "timeout", "failed": []}),
+               score.Mutant(3, 1, "bad_survived", "    return y * 2", "    return y * 3", {"outcome": "survived"}),
+               score.Mutant(3, 2, "ok_killed", "    return y * 2", "    return None", {}),      # no log entry
+               score.Mutant(1, 0, "untested", "def f(x):", "?", {})]
+    form = json.loads(json.dumps(score.saved_form(m, source, mutants)))
+    assert form["tests"] == [t] and len(form["mutants"]) == 3
+    back = score.saved_kills(form, source)
+    assert [(text, index, n, status) for text, index, n, status, _ in back] == [
+        ("    y = x + 1", 0, 1, "ok_killed"), ("    y = x + 1", 1, 1, "bad_timeout"),
+        ("    return y * 2", 0, 2, "ok_suspicious")]
+    restored = [score.Mutant(n + 1, index, status, text, "", entry) for text, index, n, status, entry in back]
+    assert [score.logged(mu) for mu in restored] == [True, True, True]
+    assert restored[0].outcome["failed"] == [t] and restored[0].outcome["mutant"] == "2:0"
+    assert score.log_entry([restored[2].outcome], "    return y * 2")["outcome"] == "timeout"
+    row = score.tally(m, restored)
+    assert (row.killed, row.timeout) == (3, 2)
+    assert score.saved_kills(form, source.replace(b"+ 1", b"+ 2")) == []
