@@ -502,3 +502,100 @@ def test_a_last_block_cut_inside_its_first_12_bytes_warns_and_keeps_the_packets(
     want.append(f"{p}: skipped 1 pcapng blocks that hold no packets (statistics, name resolution, custom or unknown "
                 "types)")
     assert msgs == want
+
+
+# --- the fields and counts a reader reports, by their exact values ----------------------------------------------
+
+def test_the_pcap_link_type_is_the_low_16_bits_of_its_field(tmp_path):
+    """The pcap header's link-type field carries FCS information in its upper bits (pcap spec, LinkType and
+    additional information): 0x24000001 is Ethernet (1) with a 4-byte FCS flag, not link type 603979777."""
+    p = write_pcap(tmp_path / "fcs.pcap", [T0], [frame(0)], linktype=0x24000001)
+    (c,) = list(open_capture(p))
+    assert c.linktype == 1
+
+
+def test_a_short_pcap_header_is_refused_at_offset_0(tmp_path):
+    p = tmp_path / "short.pcap"
+    p.write_bytes(write_pcap(tmp_path / "whole.pcap", [T0], [frame(0)]).read_bytes()[:10])
+    err, got = format_error(p)
+    assert (err.offset, got) == (0, [])
+    assert str(err) == f"{p}: at byte offset 0: pcap file header is 10 bytes long: expected 24 bytes"
+
+
+@pytest.mark.parametrize("cut,need", [(24 + 2 * 76 + 10, 16), (24 + 2 * 76 + 16 + 7, 76)])
+def test_a_pcap_cut_in_its_last_record_warns_with_the_bytes_it_needs(tmp_path, cut, need):
+    """Three 60-byte records (76 bytes each with their header) cut inside the third record's header (it needs its
+    16 header bytes) or inside its data (the whole record: 16 + 60)."""
+    whole = write_pcap(tmp_path / "whole.pcap", [T0, T0 + 1, T0 + 2], [frame(i) for i in range(3)]).read_bytes()
+    p = tmp_path / "cut.pcap"
+    p.write_bytes(whole[:cut])
+    got, msgs = packets(p)
+    assert got == [(T0, frame(0)), (T0 + 1, frame(1))]
+    assert msgs == [f"{p}: truncated last packet record at byte offset {24 + 2 * 76}: it needs {need} bytes but "
+                    f"only {cut - 24 - 2 * 76} remain; using the 2 complete packets before it"]
+
+
+def test_records_longer_than_on_the_wire_are_counted_over_every_chunk(tmp_path):
+    """Records 1 and 3 of five capture 60 bytes of 50 on the wire, read two per chunk: one warning counting both,
+    naming the first by its offset and lengths."""
+    p = write_pcap(tmp_path / "over.pcap", [T0 + i for i in range(5)], [frame(i) for i in range(5)],
+                   wirelen=np.array([60, 50, 60, 50, 60]))
+    got, msgs = packets(p, chunk_packets=2)
+    assert len(got) == 5
+    assert msgs == [f"{p}: 2 packet records capture more bytes than their original length (the first at byte "
+                    f"offset {24 + 76}: 60 captured, 50 on the wire); the captured bytes are used"]
+
+
+def _idb_with(options: bytes) -> bytes:
+    return block(scan.IDB_TYPE, struct.pack("<HHI", 1, 0, 0) + options)
+
+
+@pytest.mark.parametrize("name", [b"eth0", b"ethernet0", b"enp0s31f6-with-a-long-name"])
+def test_interface_options_before_the_resolution_are_stepped_over_by_their_padded_length(tmp_path, name):
+    """if_name (2) of 4, 9 and 26 bytes, then if_tsresol = 9 (ns): the ticks are nanoseconds. An option of 8 bytes
+    or more is no if_tsoffset (14) unless its code says so."""
+    p = tmp_path / "opts.pcapng"
+    p.write_bytes(shb() + _idb_with(option(2, name) + option(9, bytes([9])) + option(0, b"")) + epb(T0, frame(0)))
+    assert packets(p) == ([(T0, frame(0))], [])
+
+
+def test_options_after_the_end_of_options_are_not_read(tmp_path):
+    """opt_endofopt (0) ends the options (pcapng spec; Wireshark stops there too): an if_tsresol after it is not
+    applied, the ticks stay microseconds."""
+    p = tmp_path / "end.pcapng"
+    p.write_bytes(shb() + _idb_with(option(0, b"") + option(9, bytes([9]))) + epb(T0 // 1000, frame(0)))
+    assert packets(p) == ([(T0, frame(0))], [])
+
+
+def test_an_option_longer_than_its_block_is_refused_where_it_starts(tmp_path):
+    p = tmp_path / "opt.pcapng"
+    p.write_bytes(shb() + _idb_with(struct.pack("<HH", 9, 100) + b"\x09\0\0\0") + epb(T0, frame(0)))
+    err, got = format_error(p)
+    assert (err.offset, got) == (28 + 8 + 8, [])
+    assert str(err).endswith("interface description block option 9 claims 100 bytes but only 4 remain in the "
+                             "block: the file is corrupt")
+
+
+@pytest.mark.parametrize("kind", ["idb", "epb"])
+def test_a_block_whose_trailing_length_differs_is_refused_at_its_trailer(tmp_path, kind):
+    """The trailer of the interface block (checked by the reader) or of the second packet block (by the scan
+    kernel) says 4 more than the block's header: refused at the trailer's offset, naming the header's."""
+    good = (_idb_with(b"") if kind == "idb" else epb(T0 + 1, frame(1)))
+    bad = good[:-4] + struct.pack("<I", len(good) + 4)
+    head = shb() + (bad if kind == "idb" else idb(tsresol=9) + epb(T0, frame(0)) + bad)
+    start = len(head) - len(bad)
+    p = tmp_path / "trailer.pcapng"
+    p.write_bytes(head)
+    err, got = format_error(p)
+    assert err.offset == start + len(good) - 4
+    assert str(err).endswith(f"block total length {len(good) + 4} at the end of the block does not match the length "
+                             f"{len(good)} at its start (byte offset {start + 4}): the file is corrupt")
+    assert got == ([] if kind == "idb" else [(T0, frame(0))])
+
+
+def test_simple_packet_blocks_are_counted_over_every_chunk(tmp_path):
+    p = write_pcapng(tmp_path / "simple.pcapng", [T0 + i for i in range(5)], [frame(i) for i in range(5)],
+                     simple=True)
+    got, msgs = packets(p, chunk_packets=2)
+    assert [f for _, f in got] == [frame(i) for i in range(5)]
+    assert msgs[-1] == f"{p}: 5 simple packet blocks carry no timestamp; each got the previous packet's"
