@@ -599,3 +599,50 @@ def test_simple_packet_blocks_are_counted_over_every_chunk(tmp_path):
     got, msgs = packets(p, chunk_packets=2)
     assert [f for _, f in got] == [frame(i) for i in range(5)]
     assert msgs[-1] == f"{p}: 5 simple packet blocks carry no timestamp; each got the previous packet's"
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng"])
+@pytest.mark.parametrize("buffer_bytes", [1, 7, 16, 17, 150])
+def test_any_buffer_size_gives_the_same_packets(tmp_path, kind, buffer_bytes):
+    """A compressed file (read through the buffer, not mapped) of records of 60 to 300 bytes, with buffers smaller
+    than a record header, than a block's first 12 bytes, and a few records long: the same packets."""
+    ts = [T0 + 1000 * i for i in range(12)]
+    frames = [frame(i, 60 + 20 * i) for i in range(12)]
+    write = write_pcap if kind == "pcap" else write_pcapng
+    p = write(tmp_path / f"f.{kind}.zst", ts, frames)
+    assert packets(p, buffer_bytes=buffer_bytes) == (list(zip(ts, frames, strict=True)), [])
+
+
+def test_a_compressed_capture_cut_after_its_magic_is_a_short_header(tmp_path):
+    """Four decompressed bytes (the magic), then the stream ends early: a pcap whose header is 4 bytes long."""
+    whole = write_pcap(tmp_path / "w.pcap", [T0], [frame(0)]).read_bytes()
+    p = tmp_path / "cut.pcap.zst"
+    p.write_bytes(zstd_cut_after_block(whole, 4))
+    err, got = format_error(p)
+    assert (err.offset, got) == (0, [])
+    assert str(err).endswith("pcap file header is 4 bytes long: expected 24 bytes")
+
+
+@pytest.mark.parametrize("incl,ok", [(262144, True), (262145, False)])
+def test_a_record_may_exceed_a_small_snap_length_up_to_256_kib(tmp_path, incl, ok):
+    """Snap length 1500: a record of 262,144 captured bytes is still read (the largest any libpcap writes), one of
+    262,145 is refused as corrupt."""
+    hdr = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 1500, 1)
+    rec = struct.pack("<IIII", T0 // 10**9, T0 % 10**9, incl, incl) + bytes(incl)
+    p = tmp_path / "big.pcap"
+    p.write_bytes(hdr + rec)
+    if ok:
+        got, msgs = packets(p)
+        assert [(t, len(f)) for t, f in got] == [(T0, incl)] and msgs == []
+    else:
+        err, got = format_error(p)
+        assert (err.offset, got) == (24, [])
+        assert str(err).endswith(f"packet record 0 claims {incl} captured bytes: expected at most 262144 (snap "
+                                 "length 1500); the file is corrupt or not a pcap")
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng"])
+def test_one_packet_per_chunk_when_asked(tmp_path, kind):
+    write = write_pcap if kind == "pcap" else write_pcapng
+    p = write(tmp_path / f"f.{kind}", [T0 + i for i in range(4)], [frame(i) for i in range(4)])
+    assert [len(c) for c in open_capture(p, chunk_packets=1)] == [1, 1, 1, 1]
