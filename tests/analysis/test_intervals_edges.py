@@ -311,3 +311,12 @@ def test_normality_of_runs_one_unit_apart_is_checked_and_of_equal_runs_not_rejec
     assert not lopsided.ok and lopsided.pvalue < 1e-5 and lopsided.statistic < 0.5
     same = iv.normality_check([5.0] * 6)
     assert (same.statistic, same.pvalue, same.ok) == (1.0, 1.0, True)
+
+
+def test_the_results_cannot_be_changed_by_whoever_holds_them():
+    """Intervals, ranges and normality checks are shared by the verdict rows that quote them: frozen."""
+    x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    for obj, name in ((iv.median_interval(x), "low"), (iv.median_interval(x[:2]), "reason"),
+                      (iv.REAL, "low"), (iv.normality_check(x), "pvalue")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, 0.0)

@@ -268,7 +268,7 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
         _forget(tree, m)
         log.unlink(missing_ok=True)
     else:
-        if not read_mutants(tree, m):
+        if not _has_mutants(tree, m):
             print(restore_results(tree, m), flush=True)
         _reopen_unproven(tree, m)
     _forget_baseline_time(tree)
@@ -339,6 +339,23 @@ def _drop_pyc(tree: Path, m: Module) -> None:
     src = tree / m.lib_path
     for pyc in (src.parent / "__pycache__").glob(f"{src.stem}.*.pyc"):
         pyc.unlink(missing_ok=True)
+
+
+def _has_mutants(tree: Path, m: Module) -> bool:
+    """Whether mutmut's cache in the tree holds any mutant of the module (a query, not read_mutants: that one
+    builds every mutated line)."""
+    db = tree / ".mutmut-cache"
+    if not db.is_file():
+        return False
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT 1 FROM Mutant JOIN Line ON Mutant.line = Line.id JOIN SourceFile ON "
+                           "Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? LIMIT 1",
+                           (m.lib_path,)).fetchone() is not None
+    except sqlite3.OperationalError:  # a cache mutmut created without its tables yet
+        return False
+    finally:
+        con.close()
 
 
 def _forget(tree: Path, m: Module) -> None:
