@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.reproduce import registry
 from benchbook.reproduce.registry import (
     Claim,
     FigureEntry,
@@ -21,7 +22,9 @@ from benchbook.reproduce.registry import (
     PublishedValue,
     RegistryError,
     StatisticRef,
+    load_entry,
     load_entry_file,
+    load_folder,
     load_paper,
     value_range_bounds,
 )
@@ -321,3 +324,57 @@ def test_a_share_claim_needs_a_share_strictly_inside(tmp_path, q, ok):
         assert load_entry_file(src).claims[0].q == q
     else:
         assert refusal(src).endswith(f"q = {q!r}: expected a share strictly between 0 and 1")
+
+
+def test_an_entrys_own_fields_are_kept_and_an_unknown_one_is_named(tmp_path):
+    text = MINIMAL.replace('mode = "published-data"\n', 'mode = "published-data"\nnotes = "n"\nclaim = "c"\n'
+                           '[parameters]\nrate_pps = 10\n')
+    e = load_entry_file(write(tmp_path, text))
+    assert (e.notes, e.claim, e.parameters) == ("n", "c", {"rate_pps": 10})
+    msg = refusal(write(tmp_path, "colour = 1\n" + MINIMAL))
+    assert msg.startswith(f"{tmp_path / 'demo.toml'}: unknown field 'colour' (allowed: "), msg
+
+
+def test_a_duplicate_published_name_is_named_at_its_position(tmp_path):
+    assert refusal(write(tmp_path, MINIMAL + MINIMAL[MINIMAL.index("[[published]]"):])).endswith(
+        "[[published]] #2: duplicate published name 'x'")
+
+
+def _paper_folder(tmp_path: Path, entries: dict[str, str]) -> Path:
+    folder = tmp_path / "demo-paper"
+    folder.mkdir()
+    (folder / "paper.toml").write_text('id = "demo-paper"\ntitle = "T"\ncitation = "the paper\'s citation"\n')
+    for name, text in entries.items():
+        write(folder, text, name)
+    return folder
+
+
+def test_entries_of_a_paper_folder_get_its_paper_and_its_citation(tmp_path):
+    folder = _paper_folder(tmp_path, {"demo": MINIMAL.replace('citation = "c"\n', "")})
+    (e,) = load_folder(folder).values()
+    assert e.paper == load_paper(folder) and e.citation == "the paper's citation"
+    with pytest.raises(RegistryError) as err:
+        load_entry("other", folder)
+    assert str(err.value) == f"{folder / 'other.toml'}: no registry entry 'other' (known: demo)"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RegistryError) as err:
+        load_entry("other", empty)
+    assert str(err.value).endswith("no registry entry 'other' (known: none)")
+
+
+def test_the_search_path_reads_the_environment_by_default(tmp_path, monkeypatch):
+    folder = _paper_folder(tmp_path, {"demo": MINIMAL})
+    monkeypatch.setenv("BENCHBOOK_PAPERS", str(folder))
+    assert folder.resolve() in registry.paper_dirs()
+    assert folder.resolve() not in registry.paper_dirs(use_env=False)
+
+
+def test_an_entry_names_its_paper(tmp_path):
+    """An empty citation, with no paper folder to give one, is refused; in a paper folder the paper's counts."""
+    for text in ('citation = ""', 'citation = "  "'):
+        src = write(tmp_path, MINIMAL.replace('citation = "c"', text))
+        assert refusal(src) == (f"{src}: citation is empty: say which paper the entry reproduces (here or in the "
+                                "paper folder's paper.toml)")
+    folder = _paper_folder(tmp_path, {"demo": MINIMAL.replace('citation = "c"', 'citation = ""')})
+    assert load_folder(folder)["demo"].citation == "the paper's citation"

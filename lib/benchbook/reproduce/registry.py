@@ -677,6 +677,9 @@ def parse_entry(src: Path, data: dict[str, Any], paper: Paper | None = None) -> 
     if paper is None:
         required["citation"] = optional.pop("citation")
     _check_fields(src, "", data, required, optional)
+    if not (data.get("citation") or "").strip() and not (paper and paper.citation.strip()):
+        raise RegistryError(f"{src}: citation is empty: say which paper the entry reproduces (here or in the "
+                            f"paper folder's {PAPER_FILE})")
     if data["id"] != src.stem:
         raise RegistryError(f"{src}: id {data['id']!r} must equal the file name {src.stem!r}")
     if data["mode"] not in MODES:
