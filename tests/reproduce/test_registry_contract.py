@@ -378,3 +378,9 @@ def test_an_entry_names_its_paper(tmp_path):
                                 "paper folder's paper.toml)")
     folder = _paper_folder(tmp_path, {"demo": MINIMAL.replace('citation = "c"', 'citation = ""')})
     assert load_folder(folder)["demo"].citation == "the paper's citation"
+
+
+def test_a_margin_from_a_source_that_needs_no_words_has_no_note(tmp_path):
+    text = HEAD + VALUE.replace('"emulation allowance"', '"paper spread"').replace(
+        'margin_note = "a local dumbbell stands in for the paper\'s testbed"\n', "")
+    assert load_entry_file(write(tmp_path, text, "m")).published[0].margin_note == ""
