@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from benchbook.analysis.bootstrap import (
     DeltaIntervals,
@@ -126,3 +127,33 @@ def test_the_documented_defaults_ten_thousand_resamples_and_seed_zero():
     assert (got.resamples, got.seed, got.distribution.size) == (10_000, 0, 10_000)
     assert got.intervals == bootstrap_delta(a, b, resamples=10_000, seed=0).intervals
     assert list(got.intervals) == [0.90, 0.95]
+
+
+@pytest.mark.parametrize("shape,resamples,batch", [((7,), 2000, 2000), ((600, 7), 2000, 998),
+                                                   ((20, 30, 7), 2000, 998), ((500,), 10_000, 8388)])
+def test_resamples_are_drawn_in_batches_of_at_most_2_to_the_22_values(shape, resamples, batch):
+    """scipy draws a batch's resamples of arm A, then of arm B: how many resamples a batch holds decides which
+    draws each resample gets, so a recorded seed rebuilds its distribution only with the same batches. They hold
+    at most 2^22 resampled values: 2000 resamples of one 7-run data set in one batch; of 600 data sets (as a
+    600 x 7 or a 20 x 30 x 7 stack) 2^22 // (600 * 7) = 998 at a time; 10,000 of one 500-run data set 8388 at a
+    time. Oracle: scipy's bootstrap with that batch."""
+    rng = np.random.default_rng(7)
+    a, b = rng.lognormal(0, 0.2, shape), rng.lognormal(0.1, 0.2, shape)
+
+    def stat(xa, xb, axis=-1):
+        return np.log(np.median(xb, axis=axis) / np.median(xa, axis=axis))
+
+    want = stats.bootstrap((a, b), stat, n_resamples=resamples, batch=batch, vectorized=True, axis=-1, paired=False,
+                           method="percentile", rng=np.random.default_rng(3)).bootstrap_distribution
+    _, got = bootstrap_distribution(a, b, "log-ratio", resamples=resamples, seed=3)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_the_default_scale_is_the_log_ratio_and_a_refusal_names_its_arm():
+    a, b = [1.0, 2.0, 3.0], [2.0, 4.0, 6.0]
+    est, dist = bootstrap_distribution(a, b, resamples=50)
+    assert est == pytest.approx(math.log(2.0)) and dist.shape == (50,)
+    with pytest.raises(ValueError, match=r"^arm A: no runs$"):
+        bootstrap_distribution([], b)
+    with pytest.raises(ValueError, match=r"^arm B: a per-run value is not finite$"):
+        bootstrap_distribution(a, [1.0, math.nan])
