@@ -646,3 +646,49 @@ def test_one_packet_per_chunk_when_asked(tmp_path, kind):
     write = write_pcap if kind == "pcap" else write_pcapng
     p = write(tmp_path / f"f.{kind}", [T0 + i for i in range(4)], [frame(i) for i in range(4)])
     assert [len(c) for c in open_capture(p, chunk_packets=1)] == [1, 1, 1, 1]
+
+
+def test_every_warning_points_at_the_line_that_reads_the_capture(tmp_path):
+    """Python shows a warning with the file and line it is attributed to: the reader's warnings name the loop
+    that reads the capture (here, this file), not a line inside benchbook or above the caller."""
+    whole = write_pcap(tmp_path / "w.pcap", [T0, T0 + 1], [frame(0), frame(1)]).read_bytes()
+    (tmp_path / "cut.pcap").write_bytes(whole[:-10])
+    (tmp_path / "cut.pcap.zst").write_bytes(zstd_cut_after_block(whole, len(whole) - 10))
+    cases = {
+        "cut.pcap": tmp_path / "cut.pcap",
+        "cut stream": tmp_path / "cut.pcap.zst",
+        "over": write_pcap(tmp_path / "over.pcap", [T0], [frame(0)], wirelen=np.array([50])),
+        "simple": write_pcapng(tmp_path / "simple.pcapng", [T0], [frame(0)], simple=True),
+        "skipped": write_pcapng(tmp_path / "skip.pcapng", [T0], [frame(0)], extra_blocks=[(0, 0x0BAD, b"x")]),
+    }
+    for what, p in cases.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _chunk in open_capture(p):
+                pass
+        mine = [w for w in caught if issubclass(w.category, CaptureWarning)]
+        assert mine and all(w.filename == __file__ for w in mine), (what, [(w.filename, str(w.message)) for w in mine])
+
+
+def test_an_option_that_exactly_fills_its_block_is_read_and_one_byte_more_is_refused(tmp_path):
+    """if_tsresol = 9, then an if_name of 4 bytes that ends the block (no opt_endofopt, which may be left out):
+    read, the ticks are ns; the same name claiming 5 bytes, one more than remain: refused where it starts."""
+    fits = option(9, bytes([9])) + option(2, b"eth0")
+    p = tmp_path / "fits.pcapng"
+    p.write_bytes(shb() + _idb_with(fits) + epb(T0, frame(0)))
+    assert packets(p) == ([(T0, frame(0))], [])
+    over = option(9, bytes([9])) + struct.pack("<HH", 2, 5) + b"eth0"
+    q = tmp_path / "over.pcapng"
+    q.write_bytes(shb() + _idb_with(over) + epb(T0, frame(0)))
+    err, got = format_error(q)
+    assert (err.offset, got) == (28 + 8 + 8 + 8, [])
+    assert str(err).endswith("interface description block option 2 claims 5 bytes but only 4 remain in the block: "
+                             "the file is corrupt")
+
+
+def test_simple_packet_blocks_before_any_timestamp_are_at_time_0_and_chunks_name_their_format(tmp_path):
+    p = write_pcapng(tmp_path / "simple.pcapng", [T0, T0 + 1], [frame(0), frame(1)], simple=True)
+    got, _ = packets(p)
+    assert [t for t, _ in got] == [0, 0]
+    q = write_pcap(tmp_path / "f.pcap", [T0], [frame(0)])
+    assert [c.format for c in open_capture(p)] == ["pcapng"] and [c.format for c in open_capture(q)] == ["pcap"]
