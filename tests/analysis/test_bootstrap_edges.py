@@ -157,3 +157,15 @@ def test_the_default_scale_is_the_log_ratio_and_a_refusal_names_its_arm():
         bootstrap_distribution([], b)
     with pytest.raises(ValueError, match=r"^arm B: a per-run value is not finite$"):
         bootstrap_distribution(a, [1.0, math.nan])
+
+
+def test_delta_intervals_compare_and_print_without_their_distribution():
+    """Two results of the same runs and seed are equal (the 10,000-value distribution is not compared, an array
+    would make == raise) and the repr a notebook shows leaves it out; refusals name the arm."""
+    a, b = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5], [1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+    one, two = bootstrap_delta(a, b, resamples=200), bootstrap_delta(a, b, resamples=200)
+    assert one == two and "distribution" not in repr(one) and one.distribution.shape == (200,)
+    with pytest.raises(ValueError, match=r"^arm A: no runs$"):
+        bootstrap_delta([], b)
+    with pytest.raises(ValueError, match=r"^arm B: a per-run value is not finite$"):
+        bootstrap_delta(a, [math.inf] * 6)
