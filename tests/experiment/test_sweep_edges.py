@@ -170,6 +170,7 @@ def test_sigint_during_a_point_records_it_interrupted_then_resume_redoes_it(tmp_
     assert (first["key"], first["status"]) == ("p0000r000", "complete")
     assert (second["key"], second["status"]) == ("p0001r000", "interrupted") and second["run_id"]
     assert saved["updated"] >= saved["created"]
+    assert saved["sweep_version"] == 1  # the file's format: a reader of another version knows it is not its own
     assert read_record(exp / second["run_id"])["status"] == "interrupted"
     assert not (exp / second["run_id"] / "raw" / "done.txt").exists()
     # the bar, drawn once as it stopped (stderr is no terminal): both points, the first counted, the second
