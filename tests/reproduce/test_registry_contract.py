@@ -350,12 +350,14 @@ def _paper_folder(tmp_path: Path, entries: dict[str, str]) -> Path:
 
 
 def test_entries_of_a_paper_folder_get_its_paper_and_its_citation(tmp_path):
-    folder = _paper_folder(tmp_path, {"demo": MINIMAL.replace('citation = "c"\n', "")})
-    (e,) = load_folder(folder).values()
+    folder = _paper_folder(tmp_path, {"demo": MINIMAL.replace('citation = "c"\n', ""),
+                                      "demo2": MINIMAL.replace('id = "demo"', 'id = "demo2"')})
+    e = load_folder(folder)["demo"]
     assert e.paper == load_paper(folder) and e.citation == "the paper's citation"
+    assert load_folder(folder)["demo2"].citation == "c"
     with pytest.raises(RegistryError) as err:
         load_entry("other", folder)
-    assert str(err.value) == f"{folder / 'other.toml'}: no registry entry 'other' (known: demo)"
+    assert str(err.value) == f"{folder / 'other.toml'}: no registry entry 'other' (known: demo, demo2)"
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(RegistryError) as err:
