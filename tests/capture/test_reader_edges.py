@@ -522,10 +522,10 @@ def test_a_short_pcap_header_is_refused_at_offset_0(tmp_path):
     assert str(err) == f"{p}: at byte offset 0: pcap file header is 10 bytes long: expected 24 bytes"
 
 
-@pytest.mark.parametrize("cut,need", [(24 + 2 * 76 + 10, 16), (24 + 2 * 76 + 16 + 7, 76)])
+@pytest.mark.parametrize("cut,need", [(24 + 2 * 76 + 10, 16), (24 + 2 * 76 + 16, 76), (24 + 2 * 76 + 16 + 7, 76)])
 def test_a_pcap_cut_in_its_last_record_warns_with_the_bytes_it_needs(tmp_path, cut, need):
     """Three 60-byte records (76 bytes each with their header) cut inside the third record's header (it needs its
-    16 header bytes) or inside its data (the whole record: 16 + 60)."""
+    16 header bytes), right after it or inside its data (the whole record: 16 + 60)."""
     whole = write_pcap(tmp_path / "whole.pcap", [T0, T0 + 1, T0 + 2], [frame(i) for i in range(3)]).read_bytes()
     p = tmp_path / "cut.pcap"
     p.write_bytes(whole[:cut])
