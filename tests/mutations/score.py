@@ -444,7 +444,11 @@ def save_results(m: Module) -> str:
     tree = find_tree(m)
     if tree is None:
         return f"{m.path}: nothing to save"
-    form = saved_form(m, (tree / m.lib_path).read_bytes(), read_mutants(tree, m))
+    source = (tree / m.lib_path).read_bytes()
+    if source != (REPO / m.lib_path).read_bytes():
+        return (f"{m.path}: not saved: the tree's copy differs from {m.lib_path} (a mutant a stopped run left in it, "
+                "or the source changed since the run): copy it back, or run the module again")
+    form = saved_form(m, source, read_mutants(tree, m))
     RESULTS.mkdir(exist_ok=True)
     dest = RESULTS / f"{m.slug}.json"
     tmp = dest.with_suffix(".json.tmp")

@@ -199,3 +199,17 @@ def test_saved_kills_come_back_only_for_the_source_they_were_measured_on():
     row = score.tally(m, restored)
     assert (row.killed, row.timeout) == (3, 2)
     assert score.saved_kills(form, source.replace(b"+ 1", b"+ 2")) == []
+
+
+def test_kills_are_not_saved_from_a_tree_whose_module_differs_from_the_source(tmp_path, monkeypatch):
+    """A run stopped in the middle of a mutant leaves that mutant in the tree's copy: saving then would record the
+    mutant's sha256, and no later run could restore the kills."""
+    repo, tree = tmp_path / "repo", tmp_path / "tree-0"
+    for root, text in ((repo, "x = 1\n"), (tree, "x = 2\n")):
+        (root / "lib" / "benchbook").mkdir(parents=True)
+        (root / "lib" / "benchbook" / "x.py").write_text(text)
+    monkeypatch.setattr(score, "REPO", repo)
+    monkeypatch.setattr(score, "find_tree", lambda m: tree)
+    monkeypatch.setattr(score, "RESULTS", tmp_path / "results")
+    msg = score.save_results(score.Module("x.py", []))
+    assert msg.startswith("x.py: not saved: the tree's copy differs") and not (tmp_path / "results").exists()
