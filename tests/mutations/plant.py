@@ -500,6 +500,14 @@ MUTATIONS = (
         hint="evt.py",
     ),
     Mutation(
+        "v1-move-counts-zombies-as-lost",
+        "the v1 recipe's move counts a moved task that exited but is not yet reaped (a zombie keeps its /proc entry "
+        "after leaving its cgroup) as neither verified nor exited: the isolation report's counts do not add up",
+        (("case \\\"$s\\\" in ''|Z|X) x=$((x+1));; esac;; \"", "test -d /proc/$p || x=$((x+1));; \""),),
+        ("tests/tools/test_cgroups_move.py::test_a_zombie_counts_as_exited_and_a_live_task_elsewhere_as_neither",),
+        hint="cgroups.py",
+    ),
+    Mutation(
         "unjudged-claim-loses-its-range",
         "a claim the judge stops on early (a value <= 0, a statistic missing) keeps no claimed range: an "
         "'a / b within' row without one made relation() raise a KeyError in Verdict.claims_frame",

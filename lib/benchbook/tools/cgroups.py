@@ -135,7 +135,8 @@ def move_tasks_argv(root: str | Path, dest: str | Path, passes: int = 10) -> lis
     pid 1 stays), repeating while tasks forked meanwhile keep appearing (at most ``passes`` passes), then read
     back where the moved ones are. Prints ``moved=<pid>``, ``not_movable=<pid>: <reason>`` (the task still
     exists; per-CPU kernel threads cannot move), ``passes=``, ``verified=`` (moved and now in ``dest``),
-    ``exited=`` (moved and gone since), and what is left in the root: ``left_in_root=``,
+    ``exited=`` (moved and gone since, or exited and not yet reaped: a zombie has left its cgroup but keeps its
+    /proc entry), and what is left in the root: ``left_in_root=``,
     ``left_in_root_user_tasks=`` (with a command line: not a kernel thread), ``init_kept_in_root=``."""
     r, d = _q(Path(root) / "tasks"), _q(Path(dest) / "tasks")
     script = (
@@ -146,7 +147,8 @@ def move_tasks_argv(root: str | Path, dest: str | Path, passes: int = 10) -> lis
         f"elif test -d /proc/$p; then bad=\"$bad$p \"; echo \"not_movable=$p: $(/bin/echo $p 2>&1 > {d})\"; fi; "
         f"done; [ $now = 0 ] && break; done; echo passes=$n; "
         f"hk=\" $(cat {d} | tr '\\n' ' ') \"; v=0; x=0; for p in $moved; do case \"$hk\" in *\" $p \"*) v=$((v+1));; "
-        f"*) test -d /proc/$p || x=$((x+1));; esac; done; echo verified=$v; echo exited=$x; "
+        f"*) s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); case \"$s\" in ''|Z|X) x=$((x+1));; esac;; "
+        f"esac; done; echo verified=$v; echo exited=$x; "
         f"left=0; user=0; init=0; for p in $(cat {r}); do if [ $p = 1 ]; then init=1; continue; fi; "
         f"left=$((left+1)); c=; read -r c 2>/dev/null < /proc/$p/cmdline; [ -n \"$c\" ] && user=$((user+1)); done; "
         f"echo left_in_root=$left; echo left_in_root_user_tasks=$user; echo init_kept_in_root=$init")
