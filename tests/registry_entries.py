@@ -1,5 +1,6 @@
 """Registry entry texts the registry tests share: a published-data entry (GOOD), the head of a measured entry
-(HEAD), one measured value (VALUE) and one claim (CLAIM)."""
+(HEAD), one measured value (VALUE), one claim (CLAIM), and the smallest published-data entry the loader accepts
+(MINIMAL: one value printed with one decimal, nothing optional)."""
 
 GOOD = '''id = "demo"
 title = "t"
@@ -37,4 +38,16 @@ principal = true
 test = "a > b"
 a = "cubic-bbr:flow1_throughput_mbps"
 b = "cubic-bbr:flow2_throughput_mbps"
+'''
+
+MINIMAL = '''id = "demo"
+title = "t"
+citation = "c"
+notebook = "x.ipynb"
+mode = "published-data"
+[[published]]
+name = "x"
+value = 1.5
+unit = "us"
+decimals = 1
 '''

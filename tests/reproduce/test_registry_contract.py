@@ -28,19 +28,7 @@ from benchbook.reproduce.registry import (
     load_paper,
     value_range_bounds,
 )
-from registry_entries import CLAIM, HEAD, VALUE
-
-MINIMAL = '''id = "demo"
-title = "t"
-citation = "c"
-notebook = "x.ipynb"
-mode = "published-data"
-[[published]]
-name = "x"
-value = 1.5
-unit = "us"
-decimals = 1
-'''
+from registry_entries import CLAIM, HEAD, MINIMAL, VALUE
 
 
 def write(folder: Path, text: str, name: str = "demo") -> Path:
