@@ -19,7 +19,9 @@ from benchbook.experiment.sweep import (
     SweepError,
     SweepOutcome,
     _reconcile,
+    check_experiment_name,
     expand,
+    parse_grid,
     parse_value,
     run_sweep,
     split_values,
@@ -224,3 +226,73 @@ def test_read_record_names_every_way_a_record_is_unreadable(tmp_path):
     (d / "run.json").write_text("[1]")
     with pytest.raises(RunRecordError, match=r"expected a JSON object at byte 0"):
         read_record(d)
+
+
+@pytest.mark.parametrize("text, parts", [
+    ('"",x', ['""', "x"]),                      # the first character inside the first quotes is not escaped
+    ('"\\\\",x', ['"\\\\"', "x"]),              # an escaped backslash ends its escape: the quote after it closes
+    ("[[1,2],3],4", ["[[1,2],3]", "4"]),        # nested brackets: the comma splits only back at depth 0
+    ("{[1],{2,3}},5", ["{[1],{2,3}}", "5"]),
+    ("X,Y", ["X", "Y"]),                        # letters open and close nothing
+    ("[X,1],2", ["[X,1]", "2"]),
+    ("a,,b,", ["a", "", "b", ""]),             # empty values are kept where they stand
+])
+def test_split_values_depth_quotes_and_escapes(text, parts):
+    assert split_values(text) == parts
+
+
+def test_parse_grid_names_the_argument_by_its_place_from_1():
+    with pytest.raises(SweepError, match=r"^-p argument 2 'rate': expected NAME=VALUE"):
+        parse_grid(["mode=a", "rate"])
+    with pytest.raises(SweepError, match=r"^-p argument 3: parameter 'a' given twice$"):
+        parse_grid(["a=1", "b=2", "a=3"])
+
+
+def test_parse_grid_keeps_text_values_and_an_empty_list_is_one_empty_string():
+    assert parse_grid(["x="]) == {"x": [""]}
+    for text in ("fast", "XXXX", "a b"):  # any other text is read as its value, not taken for an empty list
+        assert parse_grid([f"mode={text}"]) == {"mode": [text]}
+
+
+@pytest.mark.parametrize("name", ["run.1", "v2.0-final", "XX.XX", "a_b-c"])
+def test_experiment_names_with_a_dot_inside_are_one_folder_name(name):
+    assert check_experiment_name(name) == name
+
+
+def test_experiment_names_up_to_200_characters():
+    assert check_experiment_name("e" * 200) == "e" * 200
+    with pytest.raises(SweepError, match="experiment name"):
+        check_experiment_name("e" * 201)
+
+
+def test_a_fresh_outcome_has_nothing_ran_skipped_or_moved(tmp_path):
+    out = SweepOutcome(tmp_path, {})
+    assert (out.ran, out.skipped, out.moved_aside, out.stale_lock) == ([], [], [], None)
+    assert out.skipped is not out.ran  # each list its own
+
+
+def test_attempts_of_one_run_id_are_numbered_from_2(tmp_path):
+    exp = tmp_path / "exp"
+    dests = []
+    for attempt in range(3):
+        _record(exp / "r1", "failed", error=f"attempt {attempt}")
+        points = expand({}, 1)
+        points[0].update(run_id="r1", status="failed")
+        manifest = {"points": points}
+        _reconcile(exp, manifest, SweepOutcome(exp, manifest))
+        dests.append(points[0]["attempts"][0]["moved_to"])
+    assert dests == [".attempts/r1", ".attempts/r1.2", ".attempts/r1.3"]
+    assert [read_record(exp / d)["error"] for d in dests] == ["attempt 0", "attempt 1", "attempt 2"]
+
+
+def test_a_complete_run_the_manifest_still_calls_running_is_complete(tmp_path):
+    # killed after the runner wrote its complete record but before the sweep rewrote sweep.json
+    exp = tmp_path / "exp"
+    _record(exp / "r1", "complete")
+    points = expand({}, 1)
+    points[0].update(run_id="r1", status="running")
+    manifest = {"points": points}
+    outcome = SweepOutcome(exp, manifest)
+    _reconcile(exp, manifest, outcome)
+    assert (points[0]["status"], points[0]["run_id"], points[0]["attempts"]) == ("complete", "r1", [])
+    assert outcome.moved_aside == [] and read_record(exp / "r1")["status"] == "complete"
