@@ -256,6 +256,13 @@ def selection(source: str, contexts: dict[int, set[str]], known: set[str]) -> di
     return out
 
 
+def quickest_first(durations: dict[str, float], tests: list[str]) -> list[str]:
+    """The tests a mutant outside the selection runs (a kernel line, a signature): every test the coverage pass ran,
+    by node id, the quickest first; with -x a kill ends at its first failing test, and a survivor runs them all in
+    either order (and then the module's list as given, mutmut's --rerun-all). The list as given without durations."""
+    return sorted(durations, key=lambda node: (durations[node], node)) or list(tests)
+
+
 # -- running mutmut --------------------------------------------------------------------------------------------------
 
 def run_module(m: Module, worker: int, fresh: bool) -> str:
@@ -299,7 +306,7 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
     cfg_path.write_text(json.dumps(run_cfg, indent=1))
     runner = [str(PYTHON), str(tree / "tests" / "mutations" / "run_tests.py")]
     sel_path = out / f"{m.slug}.selection.json"
-    sel_path.write_text(json.dumps({"runner": runner, "all": m.tests, "lines": sel}))
+    sel_path.write_text(json.dumps({"runner": runner, "all": quickest_first(durations, m.tests), "lines": sel}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "PYTHON"))}
     env.update(PYTHONPATH=str(SITE), MUTATE_RUN_CONFIG=str(cfg_path), MUTATE_SELECTION=str(sel_path))
     cmd = [str(PYTHON), str(tree / "tests" / "mutations" / "mutmut_main.py"), "run", "--paths-to-mutate", m.lib_path,
@@ -314,8 +321,9 @@ def run_module(m: Module, worker: int, fresh: bool) -> str:
             Path(run_cfg["server"]).unlink(missing_ok=True)
         _drop_pyc(tree, m)  # a mutant's bytecode may pass the timestamp check against the restored source
     (out / f"{m.slug}.mutmut.txt").write_text(proc.stdout[-20000:] + proc.stderr[-5000:])
-    save_results(m)
-    n = len(read_mutants(tree, m))
+    mutants = read_mutants(tree, m)
+    print(save_results(m, mutants), flush=True)
+    n = len(mutants)
     return f"{m.path}: {n} mutants in {time.monotonic() - t0:.0f} s (selection for {len(sel)} lines)"
 
 
@@ -439,8 +447,9 @@ def saved_kills(saved: dict, source: bytes) -> list[tuple[str, int, int, str, di
     return out
 
 
-def save_results(m: Module) -> str:
-    """Write tests/mutations/results/<slug>.json from the module's tree (whole or not at all)."""
+def save_results(m: Module, mutants: list[Mutant] | None = None) -> str:
+    """Write tests/mutations/results/<slug>.json from the module's tree (whole or not at all); `mutants`: its
+    read_mutants, when the caller has them already (building every mutated line takes up to half a minute)."""
     tree = find_tree(m)
     if tree is None:
         return f"{m.path}: nothing to save"
@@ -448,7 +457,7 @@ def save_results(m: Module) -> str:
     if source != (REPO / m.lib_path).read_bytes():
         return (f"{m.path}: not saved: the tree's copy differs from {m.lib_path} (a mutant a stopped run left in it, "
                 "or the source changed since the run): copy it back, or run the module again")
-    form = saved_form(m, source, read_mutants(tree, m))
+    form = saved_form(m, source, read_mutants(tree, m) if mutants is None else mutants)
     RESULTS.mkdir(exist_ok=True)
     dest = RESULTS / f"{m.slug}.json"
     tmp = dest.with_suffix(".json.tmp")

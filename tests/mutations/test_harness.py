@@ -213,3 +213,9 @@ def test_kills_are_not_saved_from_a_tree_whose_module_differs_from_the_source(tm
     monkeypatch.setattr(score, "RESULTS", tmp_path / "results")
     msg = score.save_results(score.Module("x.py", []))
     assert msg.startswith("x.py: not saved: the tree's copy differs") and not (tmp_path / "results").exists()
+
+
+def test_a_mutant_outside_the_selection_runs_every_test_the_quickest_first():
+    durations = {"t.py::slow": 22.6, "t.py::b": 0.1, "t.py::a": 0.1, "u.py::mid[1-2]": 1.04}
+    assert score.quickest_first(durations, ["t.py", "u.py"]) == ["t.py::a", "t.py::b", "u.py::mid[1-2]", "t.py::slow"]
+    assert score.quickest_first({}, ["t.py", "u.py"]) == ["t.py", "u.py"]  # no durations: the module's list
