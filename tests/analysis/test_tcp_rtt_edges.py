@@ -49,6 +49,37 @@ def test_the_tsval_ring_holds_64_values(pushed, first_rtt):
     assert int(meta[0, 0, 1]) == pushed - 2
 
 
+@pytest.mark.parametrize(("pushed", "kept"), [
+    ([100, 100, 100], [100]),                          # one TSval on several segments: its first use only
+    ([10, 20, 15], [10, 20]),                          # older than the newest remembered: not a new value
+    ([10, 20, 20, 30], [10, 20, 30]),
+    ([0xFFFFFFF0, 0x10], [0xFFFFFFF0, 0x10]),          # newer across the 32-bit wrap
+    ([0x10, 0xFFFFFFF0], [0x10]),                      # older across the wrap
+    ([5, 5 + 0x7FFFFFFF], [5, 5 + 0x7FFFFFFF]),        # 2^31 - 1 ahead is newer
+    ([5, 5 + 0x80000000], [5]),                        # 2^31 ahead is not
+])
+def test_only_a_tsval_newer_than_the_newest_remembered_is_remembered(pushed, kept):
+    ring, meta = _rings(rt.TS_RING)
+    for i, v in enumerate(pushed):
+        rt.ts_push(ring, meta, 0, 0, 0, v, 1000 * (i + 1))
+    first_use = {}
+    for i, v in enumerate(pushed):
+        first_use.setdefault(v, 1000 * (i + 1))
+    assert _entries(ring, meta, rt.TS_RING) == [(v, first_use[v]) for v in kept]
+    assert meta[0, 1].tolist() == [0, 0]  # the other direction untouched
+
+
+def test_a_tsval_echoed_twice_gives_one_sample_from_its_first_use():
+    """Three segments carry TSval 100 (sent at 1, 2, 3 us); the peer's ACKs echo it at 10 and 12 us: one sample of
+    9 us, and none for the second echo."""
+    ring, meta = _rings(rt.TS_RING)
+    for t_ns in (1000, 2000, 3000):
+        rt.ts_push(ring, meta, 0, 0, 0, 100, t_ns)
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 100, 10_000) == 9_000
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 100, 12_000) == -1
+    assert int(meta[0, 0, 1]) == 0
+
+
 @pytest.mark.parametrize(("pushed", "first_rtt"), [(512, 999_000), (513, -1)])
 def test_the_segment_ring_holds_512_segments(pushed, first_rtt):
     """Segments ending at 100, 200, ... sent at 1000 ns each; an ACK of the first one's end at 1 ms: a sample only
