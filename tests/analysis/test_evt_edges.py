@@ -218,6 +218,18 @@ def test_printed_parameters_name_their_covariance_and_need_both_intervals():
     assert evt.from_printed(370, 27.813, -0.064, 42, 1264, ci_xi=(-0.356, 0.227)).cov_method == "expected information"
 
 
+def test_a_singular_hessian_falls_back_to_the_expected_information(monkeypatch):
+    """np.linalg.inv raises on an exactly singular matrix (a likelihood flat along one direction at the estimate);
+    the numerical Hessian is replaced by one to reach that state, which real data reach too rarely to plant."""
+    y = genpareto.rvs(0.1, scale=2.0, size=400, random_state=np.random.default_rng(3))
+    monkeypatch.setattr(evt, "_numerical_hessian", lambda *a, **k: np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(evt._numerical_hessian())
+    m = evt.fit_gpd(y, 0.0)
+    assert m.cov_method == "expected information"
+    np.testing.assert_allclose(m.cov, evt.expected_information_cov(m.sigma, m.xi, 400), rtol=1e-12)
+
+
 def test_a_fit_on_the_boundary_falls_back_to_the_expected_information():
     """Uniform exceedances are a GPD with xi = -1, outside the region (xi > -0.5) where the observed information
     is an asymptotic covariance: the fit says so and uses the expected information at its estimate."""

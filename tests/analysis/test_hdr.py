@@ -277,6 +277,9 @@ def test_percentile_ladder_follows_hdrhistogram_iteration(ticks):
     percent, values = h.ladder_points(ticks)
     assert list(zip(percent, values, strict=True)) == [(p, v) for p, v, _ in ref]
     assert [len(a) for a in HdrHistogram().ladder_points()] == [0, 0]
+    # without an argument both take HistogramLogProcessor's default, 5 ticks per half distance
+    five = [p for p, *_ in plain_percentile_iteration(vals.tolist(), counts.tolist(), 5)]
+    assert list(h.ladder_points()[0]) == list(h.percentile_ladder()["percentile"]) == five
 
 
 def test_percentile_distribution_text():
