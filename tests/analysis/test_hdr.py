@@ -10,9 +10,11 @@ import pytest
 from hdrh.histogram import HdrHistogram as HdrhHistogram
 
 from benchbook.analysis.distribution import ExactDistribution
-from benchbook.analysis.hdr import HdrHistogram
+from benchbook.analysis.hdr import HdrHistogram, java_fixed, percentile_iteration
 from benchbook.analysis.hdr_layout import HdrLayout
+from benchbook.analysis.hlog import Interval, write_hlog
 from benchbook.analysis.percentiles import discrete_rank
+from java_oracle import histogram_log_processor, java_format
 
 LAYOUTS = [
     (1, 3_600_000_000_000, 3),
@@ -280,6 +282,51 @@ def test_percentile_ladder_follows_hdrhistogram_iteration(ticks):
     # without an argument both take HistogramLogProcessor's default, 5 ticks per half distance
     five = [p for p, *_ in plain_percentile_iteration(vals.tolist(), counts.tolist(), 5)]
     assert list(h.ladder_points()[0]) == list(h.percentile_ladder()["percentile"]) == five
+
+
+def _tie_and_ladder_values() -> list[float]:
+    """Doubles whose shortest decimal ends in a 5 just past 0, 2, 3 or 12 decimals (where Java and C round
+    differently), the same times 1000, random ones from 1e-6 to 1e15, and the ladder's own levels / 100 and
+    1/(1 - level/100) up to 10^6 samples."""
+    rng = np.random.default_rng(7)
+    vals: list[float] = [0.0, 1.0, 0.5, 2.5, 1e-13, 999.9995]
+    for d in (0, 2, 3, 12):
+        k = rng.integers(0, 10 ** (d + 1) // 10, 200) * 10 + 5
+        vals += [float(x) / 10 ** (d + 1) for x in k] + [float(x) / 10 ** (d + 1) * 1000 for x in k[:50]]
+    vals += list(rng.uniform(0, 1, 300)) + list(10 ** rng.uniform(-6, 15, 300))
+    levels = [lv / 100 for lv, _ in percentile_iteration(np.arange(1, 10**6 + 1), 10**6, 5)]
+    return vals + levels + [1 / (1 - lv) for lv in levels if lv < 1]
+
+
+def test_java_fixed_is_javas_string_format():
+    """HistogramLogProcessor's text is Java's String.format: the shortest decimal of the double rounded half up
+    (0.9997802734375 -> 0.999780273438), where Python's % rounds the binary value (-> ...437)."""
+    vals = _tie_and_ladder_values()
+    forms = [("%.12f", 12, 0), ("%.3f", 3, 0), ("%.2f", 2, 0), ("%.0f", 0, 0), ("%12.3f", 3, 12), ("%14.2f", 2, 14)]
+    java = java_format([f for f, _, _ in forms], vals)
+    for i, (pattern, dec, width) in enumerate(forms):
+        ours = [java_fixed(v, dec, width) for v in vals]
+        wrong = [(v, row[i], o) for v, row, o in zip(vals, java, ours, strict=True) if row[i] != o]
+        assert wrong == [], pattern
+        assert sum(row[i] != pattern % v for v, row in zip(vals, java, strict=True)) > 100  # the cases C rounds apart
+    assert java_fixed(0.9997802734375, 12) == "0.999780273438" and f"{0.9997802734375:.12f}" == "0.999780273437"
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_percentile_text_is_histogramlogprocessors(tmp_path, seed):
+    """Heavy-tailed histograms of 20,000 and 45,000 values written as a one-interval .hlog: HistogramLogProcessor's
+    text and CSV, in ns and in us, byte for byte (a ladder that goes on past 99.978 % prints level 0.9997802734375,
+    a tie Java rounds up and Python down)."""
+    rng = np.random.default_rng(seed)
+    v = np.clip((rng.pareto(1.2, 20_000 + 25_000 * seed) * rng.integers(10, 10**5) + 1), 1, 10**12).astype(np.int64)
+    h = HdrHistogram()
+    h.record(v)
+    log = write_hlog(tmp_path / "one.hlog", [Interval(0.0, 1.0, None, None, histogram=h)], start_time=0.0,
+                     base_time=0.0)
+    for ratio, csv in ((1.0, False), (1000.0, True)):
+        java = histogram_log_processor("-i", str(log), "-outputValueUnitRatio", str(ratio), *(["-csv"] if csv else []))
+        assert h.percentile_distribution(value_scale=ratio, csv=csv) == java
+        assert ("0.999780273438" in java) and len(java.splitlines()) > 70
 
 
 def test_percentile_distribution_text():

@@ -3,11 +3,8 @@ HdrHistogram tests) and MoonGen histogram CSVs (checked against independent comp
 
 from __future__ import annotations
 
-import glob
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from benchbook.commands import hist as hist_cmd
+from java_oracle import histogram_log_processor
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "moongen"
 
@@ -190,14 +188,6 @@ def test_mixed_inputs_merge_into_hdr(interop) -> None:
     assert "rounded to whole ns" in err
 
 
-def _hdrhistogram_jar() -> str | None:
-    env = os.environ.get("BENCHBOOK_HDRHISTOGRAM_JAR")
-    if env:
-        return env if Path(env).is_file() else None
-    jars = sorted(glob.glob(str(Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram/*/HdrHistogram-*.jar")))
-    return jars[-1] if jars else None
-
-
 ALL = "--all-percentiles"  # HistogramLogProcessor prints every row; benchbook only resolvable ones by default
 JAVA_CASES = [
     ("jHiccup-2.0.7S.logV2.hlog", [], [ALL]),
@@ -215,18 +205,11 @@ JAVA_CASES = [
 @pytest.mark.parametrize("name,java_args,our_args", JAVA_CASES)
 def test_text_identical_to_java_histogramlogprocessor(interop, name, java_args, our_args) -> None:
     """The real HistogramLogProcessor (HdrHistogram's Java jar) is the oracle."""
-    java = shutil.which("java")
-    jar = _hdrhistogram_jar()
-    if java is None or jar is None:
-        pytest.skip("needs java and the HdrHistogram jar (mvn dependency:get "
-                    "-Dartifact=org.hdrhistogram:HdrHistogram:2.2.2, or BENCHBOOK_HDRHISTOGRAM_JAR)")
     d, _ = interop
-    ref = subprocess.run([java, "-cp", jar, "org.HdrHistogram.HistogramLogProcessor", "-i", str(d / name),
-                          *java_args], capture_output=True, text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
-    assert ref.returncode == 0, ref.stderr
+    java = histogram_log_processor("-i", str(d / name), *java_args)
     code, out, err = run(str(d / name), *our_args)
     assert code == 0, err
-    assert out == ref.stdout
+    assert out == java
 
 
 @pytest.mark.parametrize("name,csv", [("ycsb.logV1.hlog", False), ("ycsb.logV1.hlog", True)])

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -560,6 +561,15 @@ def ladder_frame(rows: list[tuple[float, int]], values: np.ndarray, cum: np.ndar
                          "count": np.asarray(cum)[pos].astype(np.int64), "inv_one_minus_p": inv})
 
 
+def java_fixed(x: float, decimals: int, width: int = 0) -> str:
+    """``String.format("%{width}.{decimals}f", x)`` as Java prints it, which HistogramLogProcessor's text is made of:
+    Java rounds the shortest decimal that reads back as x (Double.toString's digits, Python's repr) half up, where
+    C and Python round x's exact binary value (0.9997802734375 is 0.999780273438 in Java, 0.999780273437 in
+    Python, whose %.12f sees the binary value just below the tie)."""
+    digits = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{digits:f}".rjust(width)
+
+
 def format_percentile_distribution(
     ladder: pd.DataFrame,
     *,
@@ -573,7 +583,8 @@ def format_percentile_distribution(
     buckets: tuple[int, int] | None = None,
     value_decimals: int | None = None,
 ) -> str:
-    """Render a percentile ladder the way HdrHistogram's outputPercentileDistribution does."""
+    """Render a percentile ladder the way HdrHistogram's outputPercentileDistribution does (its numbers rounded as
+    Java rounds them: java_fixed)."""
     dec = significant_figures if value_decimals is None else value_decimals
     lines: list[str] = []
     if csv:
@@ -582,18 +593,18 @@ def format_percentile_distribution(
         lines.append(f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}\n\n")
     for level, value, count in zip(ladder["percentile"].tolist(), ladder["value"].tolist(), ladder["count"].tolist(),
                                    strict=True):
-        v = value / value_scale
+        v, p = value / value_scale, java_fixed(level / 100.0, 12)
         if level != 100.0:
             inv = 1.0 / (1.0 - level / 100.0)
-            fmt = f"%.{dec}f,%.12f,%d,%.2f\n" if csv else f"%12.{dec}f %2.12f %10d %14.2f\n"
-            lines.append(fmt % (v, level / 100.0, count, inv))
+            lines.append(f"{java_fixed(v, dec)},{p},{count},{java_fixed(inv, 2)}\n" if csv else
+                         f"{java_fixed(v, dec, 12)} {p} {count:10d} {java_fixed(inv, 2, 14)}\n")
         else:
-            fmt = f"%.{dec}f,%.12f,%d,Infinity\n" if csv else f"%12.{dec}f %2.12f %10d\n"
-            lines.append(fmt % (v, level / 100.0, count))
+            lines.append(f"{java_fixed(v, dec)},{p},{count},Infinity\n" if csv else
+                         f"{java_fixed(v, dec, 12)} {p} {count:10d}\n")
     if not csv:
-        lines.append(f"#[Mean    = %12.{dec}f, StdDeviation   = %12.{dec}f]\n"
-                     % (mean / value_scale, stddev / value_scale))
-        lines.append(f"#[Max     = %12.{dec}f, Total count    = %12d]\n" % (max_value / value_scale, total))
+        lines.append(f"#[Mean    = {java_fixed(mean / value_scale, dec, 12)}, "
+                     f"StdDeviation   = {java_fixed(stddev / value_scale, dec, 12)}]\n")
+        lines.append(f"#[Max     = {java_fixed(max_value / value_scale, dec, 12)}, Total count    = {total:12d}]\n")
         if buckets is not None:
             lines.append(f"#[Buckets = {buckets[0]:12d}, SubBuckets     = {buckets[1]:12d}]\n")
     return "".join(lines)
@@ -606,4 +617,5 @@ __all__ = [
     "percentile_iteration",
     "ladder_frame",
     "format_percentile_distribution",
+    "java_fixed",
 ]

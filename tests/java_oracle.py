@@ -1,0 +1,57 @@
+"""The Java programs the HdrHistogram text is compared with: HdrHistogram's own HistogramLogProcessor (the jar
+`make java-oracle` fetches into ~/.m2, or BENCHBOOK_HDRHISTOGRAM_JAR) and Java's String.format. Without java or
+the jar the calling test skips, naming what is missing."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def hdrhistogram_jar() -> str | None:
+    env = os.environ.get("BENCHBOOK_HDRHISTOGRAM_JAR")
+    if env:
+        return env if Path(env).is_file() else None
+    jars = sorted(glob.glob(str(Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram/*/HdrHistogram-*.jar")))
+    return jars[-1] if jars else None
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("needs java (Debian's default-jre-headless; make test installs it as root)")
+    return java
+
+
+def histogram_log_processor(*args: str) -> str:
+    """stdout of `java -cp HdrHistogram.jar org.HdrHistogram.HistogramLogProcessor ARGS` (it must exit 0)."""
+    java, jar = _java(), hdrhistogram_jar()
+    if jar is None:
+        pytest.skip("needs the HdrHistogram jar (mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2, "
+                    "or BENCHBOOK_HDRHISTOGRAM_JAR)")
+    ref = subprocess.run([java, "-cp", jar, "org.HdrHistogram.HistogramLogProcessor", *args], capture_output=True,
+                         text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
+    assert ref.returncode == 0, ref.stderr
+    return ref.stdout
+
+
+def java_format(patterns: list[str], values: list[float]) -> list[list[str]]:
+    """Java's String.format(pattern, v) for each value and pattern: one row per value (tests/java_format/Format.java
+    run as a single source file, one JVM for all; each double goes in as its exact bits)."""
+    java = _java()
+    if shutil.which("javac") is None:  # java runs a single source file with the JDK's compiler module
+        pytest.skip("needs a JDK (javac) to run tests/java_format/Format.java")
+    out = subprocess.run([java, str(HERE / "java_format" / "Format.java"), *patterns],
+                         input="".join(f"{float(v).hex()}\n" for v in values), capture_output=True, text=True,
+                         timeout=120, env={"PATH": "", "LC_ALL": "C"})
+    assert out.returncode == 0, out.stderr
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert len(rows) == len(values) and all(len(r) == len(patterns) for r in rows)
+    return rows
