@@ -261,7 +261,7 @@ def plain_percentile_iteration(values_hi, counts, ticks):
     return rows
 
 
-@pytest.mark.parametrize("ticks", [1, 5])
+@pytest.mark.parametrize("ticks", [1, 5, 6, 9])  # 6 and 9: levels summed to just below 75 and 87.5
 def test_percentile_ladder_follows_hdrhistogram_iteration(ticks):
     rng = np.random.default_rng(ticks)
     h = HdrHistogram()

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from benchbook.analysis.hdr import HdrHistogram, percentile_iteration
+from benchbook.analysis.hdr import HdrHistogram, format_percentile_distribution, ladder_frame, percentile_iteration
 from benchbook.analysis.hdr_layout import INT64_MAX, HdrLayout
 
 
@@ -287,3 +287,44 @@ def test_percentile_iteration_of_nothing_and_of_one_bin():
     assert percentile_iteration(np.array([1, 2]), 2) == percentile_iteration(np.array([1, 2]), 2, 5)
     with pytest.raises(ValueError, match="^ticks_per_half must be >= 1$"):
         percentile_iteration(np.array([1]), 1, 0)
+
+
+@pytest.mark.timeout(30)  # a mutant that never leaves the loop fails here instead of hanging the run
+@pytest.mark.parametrize(("ticks", "rows"), [(1, 54), (5, 257)])
+def test_percentile_iteration_ends_where_float_levels_stop_advancing(ticks, rows):
+    """2^62 values in the first bin and one in the second: the first bin's percentage is 100.0 in binary floating
+    point, so every level below 100 is reported at it. The levels close in on 100 until the next one rounds to 100
+    (1 tick per half distance) or to the level itself (5 ticks); then the last bin at 100 ends the ladder."""
+    big = 2**62
+    got = percentile_iteration(np.array([big, big + 1]), big + 1, ticks)
+    assert len(got) == rows and got[-1] == (100.0, 1)
+    levels = [lv for lv, _ in got[:-1]]
+    assert all(pos == 0 for _, pos in got[:-1]) and levels[0] == 0.0
+    assert np.all(np.diff(levels) > 0) and 100 - 1e-13 < levels[-1] < 100.0
+
+
+def test_ladder_frame_columns_and_the_inverse_tail():
+    empty = ladder_frame([], np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert list(empty.columns) == ["percentile", "value", "count", "inv_one_minus_p"] and len(empty) == 0
+    frame = ladder_frame([(0.0, 0), (50.0, 1), (87.5, 1), (100.0, 2)], np.array([7, 8, 9]), np.array([1, 2, 4]))
+    assert list(frame.columns) == ["percentile", "value", "count", "inv_one_minus_p"]
+    assert frame["value"].tolist() == [7, 8, 8, 9] and frame["count"].tolist() == [1, 2, 2, 4]
+    assert frame["inv_one_minus_p"].tolist() == [1.0, 2.0, 8.0, math.inf]
+
+
+def test_percentile_text_defaults_are_unscaled_text():
+    h = HdrHistogram()
+    h.record(np.arange(1, 5_001))
+    assert h.percentile_distribution() == h.percentile_distribution(5, 1.0, False)
+    kw = dict(significant_figures=3, mean=h.hdr_mean(), stddev=h.hdr_stddev(), max_value=h.hdr_max(),
+              total=h.total_count, buckets=(h.layout.bucket_count, h.layout.sub_bucket_count))
+    ladder = h.percentile_ladder()
+    assert format_percentile_distribution(ladder, **kw) == format_percentile_distribution(
+        ladder, value_scale=1.0, csv=False, **kw) == h.percentile_distribution()
+
+
+def test_a_decoded_empty_histogram_then_recorded_has_exact_moments():
+    h = HdrHistogram.decode(HdrHistogram().encode())
+    assert h.total_count == 0 and h.exact_stats
+    h.record(np.array([10, 20, 30]))
+    assert (h.mean, h.stddev, h.min, h.max) == (20.0, math.sqrt(200 / 3), 10, 30)

@@ -486,11 +486,12 @@ class HdrHistogram:
     def from_decoded(cls, d: hdr_codec.DecodedHistogram) -> HdrHistogram:
         h = cls(d.lowest_discernible_value, d.highest_trackable_value, d.significant_figures, _counts=d.counts)
         h.conversion_ratio = d.conversion_ratio
-        h._set_from_counts((d.first_index, d.last_index, d.total_count))
+        h._set_from_counts(d.first_index, d.last_index, d.total_count)
         return h
 
-    def _set_from_counts(self, bounds: tuple[int, int, int] | None = None) -> None:
-        first, last, total = hdr_codec.nonzero_bounds(self.counts) if bounds is None else bounds
+    def _set_from_counts(self, first: int, last: int, total: int) -> None:
+        """Totals of decoded counts (first and last non-zero index, total count): HdrHistogram's bucket-based
+        min and max; no exact moments (the recorded values are not known) unless nothing was recorded."""
         self._total = total
         self._exact = total == 0
         self._sum, self._m2 = 0, 0.0
@@ -536,7 +537,7 @@ def percentile_iteration(cum: np.ndarray, total: int, ticks_per_half: int = 5) -
         if pos > last:  # float noise: the level passed 100 before the last bin; clamp
             pos = last
         rows.append((level, pos))
-        if pos == last and cum[pos] >= total:
+        if pos == last:  # the last bin, whose cumulative count is the total
             break
         ticks = ticks_per_half * (2 ** (int(math.log(100.0 / (100.0 - level)) / math.log(2)) + 1))
         step = level + 100.0 / ticks
