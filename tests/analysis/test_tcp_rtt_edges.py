@@ -80,6 +80,36 @@ def test_a_tsval_echoed_twice_gives_one_sample_from_its_first_use():
     assert int(meta[0, 0, 1]) == 0
 
 
+def test_echoes_consume_the_ring_in_order_and_each_samples_its_own_first_use():
+    """TSvals 10, 20, 30, 40 first used at 1, 2, 3, 4 us. An echo of 10 at 5 us: 4 us. An echo of 30 at 6 us (20's
+    was lost): 3 us from 30's own first use, 20 consumed unsampled. An echo of 20 afterwards (reordered): older than
+    everything left, no sample, nothing consumed. 40 at 9 us: 5 us, and the ring is empty."""
+    ring, meta = _rings(rt.TS_RING)
+    for i, v in enumerate((10, 20, 30, 40)):
+        rt.ts_push(ring, meta, 0, 0, 0, v, 1000 * (i + 1))
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 10, 5000) == 4000
+    assert _entries(ring, meta, rt.TS_RING) == [(20, 2000), (30, 3000), (40, 4000)]
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 30, 6000) == 3000
+    assert _entries(ring, meta, rt.TS_RING) == [(40, 4000)]
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 20, 7000) == -1
+    assert _entries(ring, meta, rt.TS_RING) == [(40, 4000)]
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 40, 9000) == 5000
+    assert _entries(ring, meta, rt.TS_RING) == [] and int(meta[0, 0, 1]) == 0
+    assert rt.ts_echo(ring, meta, 0, 0, 0, 40, 9500) == -1 and int(meta[0, 0, 1]) == 0  # an empty ring: nothing
+
+
+@pytest.mark.parametrize(("tsecr", "rtt", "left"), [
+    (5, -1, 1),                                  # exactly 2^31 behind the remembered value: older, nothing consumed
+    (4, -1, 0),                                  # 2^31 - 1 ahead of it (across the wrap): newer, consumed unsampled
+    (0x80000005, 1000, 0),                       # the value itself
+])
+def test_an_echo_2_to_the_31_away_counts_as_older(tsecr, rtt, left):
+    ring, meta = _rings(rt.TS_RING)
+    rt.ts_push(ring, meta, 0, 0, 0, 0x80000005, 1000)
+    assert rt.ts_echo(ring, meta, 0, 0, 0, tsecr, 2000) == rtt
+    assert int(meta[0, 0, 1]) == left
+
+
 @pytest.mark.parametrize(("pushed", "first_rtt"), [(512, 999_000), (513, -1)])
 def test_the_segment_ring_holds_512_segments(pushed, first_rtt):
     """Segments ending at 100, 200, ... sent at 1000 ns each; an ACK of the first one's end at 1 ms: a sample only
