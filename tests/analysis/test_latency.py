@@ -11,6 +11,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchbook.analysis import match_kernel as mk
 from benchbook.analysis.latency import ContentKey, IdKey, match_captures
 from benchbook.analysis.latency_table import read_latencies
 from benchbook.capture import CaptureFormatError, write_pcap, write_pcapng
@@ -371,3 +372,33 @@ def test_table_rebuilds_keep_every_waiting_key(tmp_path, mode):
     assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
     assert list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist(),
                     strict=True)) == rows
+
+
+def test_every_counter_has_its_own_slot_and_name():
+    """The kernel's counters are slots of one array: two constants on one slot would add up two counts."""
+    slots = {name: value for name, value in vars(mk).items() if name.startswith("C_")}
+    assert sorted(slots.values()) == list(range(mk.N_COUNTERS))
+    assert sorted(mk.COUNTER_NAMES) == sorted([
+        "pre", "post", "matched", "lost", "unmatched_post", "duplicates", "reordered", "backwards_timestamps_pre",
+        "backwards_timestamps_post", "pre_duplicates", "unkeyed_pre", "unkeyed_post", "window_evicted",
+        "max_pending", "reorder_window", "ambiguous_post", "out_of_range_post"])
+    assert len(set(mk.COUNTER_NAMES.values())) == len(mk.COUNTER_NAMES)
+    assert len({mk.ST_PENDING, mk.ST_MATCHED, mk.ST_POISONED}) == 3
+
+
+@pytest.mark.parametrize(("window", "spread", "error"), [
+    (3, 2, "window must be a power of two >= 2"), (1, 2, "window must be a power of two >= 2"),
+    (4, 3, "spread must be a power of two >= 2"), (4, 1, "spread must be a power of two >= 2"),
+])
+def test_new_state_refuses_sizes_that_are_not_powers_of_two(window, spread, error):
+    with pytest.raises(ValueError, match=f"^{error}$"):
+        mk.new_state(window, spread)
+
+
+@pytest.mark.parametrize(("window", "spread"), [(2, 2), (16, 4), (1024, 2)])
+def test_new_state_sizes_and_the_table_on_a_cache_line(window, spread):
+    st_ = mk.new_state(window, spread)
+    assert st_["tab"].size == 2 * window * spread and st_["tab"].ctypes.data % 64 == 0
+    assert not st_["tab"].any() and st_["c"].size == mk.N_COUNTERS and not st_["c"].any()
+    assert {k: v.size for k, v in st_.items() if k.startswith("r_")} == dict.fromkeys(
+        ("r_hi", "r_lo", "r_t", "r_idx", "r_slot", "r_state"), window)

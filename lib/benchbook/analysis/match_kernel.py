@@ -16,13 +16,9 @@ few steps ahead, so those cache misses overlap instead of following one another.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from benchbook.kernels import njit, numba_global
-
-_LITTLE = sys.byteorder == "little"
 
 # LLVM intrinsics (benchbook.analysis.match_intrinsics needs numba: resolved when the JIT path is taken)
 _prefetch = numba_global("benchbook.analysis.match_intrinsics", "prefetch")
@@ -56,7 +52,7 @@ EMPTY, TOMB, SEQ0 = np.uint64(0), np.uint64(1), np.uint64(2)
 AHEAD = 12  # packets between a slot's prefetch and its use
 
 
-def new_state(window: int, spread: int = 2) -> dict[str, np.ndarray]:
+def new_state(window: int, spread: int) -> dict[str, np.ndarray]:
     """Allocate the matcher state for a ring of ``window`` (power of two) entries and a table of
     ``spread`` (power of two) slots per entry: keys hashed all over the table probe less in a sparser one."""
     if window & (window - 1) or window < 2:
