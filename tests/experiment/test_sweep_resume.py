@@ -4,14 +4,17 @@ validated writer, as the runner writes them; the slow SIGKILL test in test_sweep
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 from pathlib import Path
 
 import pytest
+import typer
 
 from benchbook.atomic_write import write_json_atomic
+from benchbook.commands import run as run_cmd
 from benchbook.experiment.record import RunRecordError, read_record, write_record
 from benchbook.experiment.sweep import (
     ATTEMPTS_DIR,
@@ -296,3 +299,14 @@ def test_a_complete_run_the_manifest_still_calls_running_is_complete(tmp_path):
     _reconcile(exp, manifest, outcome)
     assert (points[0]["status"], points[0]["run_id"], points[0]["attempts"]) == ("complete", "r1", [])
     assert outcome.moved_aside == [] and read_record(exp / "r1")["status"] == "complete"
+
+
+def test_run_sweep_defaults_are_the_command_lines():
+    """A notebook calling run_sweep gets what `benchbook run` does without flags: a progress bar and one kernel
+    shared by the points (its --no-progress and --fresh-kernel default to off)."""
+    app = typer.Typer()
+    run_cmd.register(app)
+    options = {p.name: p.default for p in inspect.signature(app.registered_commands[0].callback).parameters.values()}
+    defaults = {n: p.default for n, p in inspect.signature(run_sweep).parameters.items()}
+    assert options["no_progress"].default is False and options["fresh_kernel"].default is False
+    assert (defaults["progress"], defaults["shared_kernel"]) == (True, True)
