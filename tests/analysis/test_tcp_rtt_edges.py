@@ -138,3 +138,22 @@ def test_samples_of_a_real_capture_start_and_end_on_its_packets(shared_datasets:
     assert set(rtt["time_ns"]) <= stamps  # the ACK that gave the sample
     assert set(rtt["time_ns"] - rtt["rtt_ns"]) <= stamps  # the TSval's first use, the segment's send
     assert (rtt["bytes_in_flight"] >= 0).all() and (rtt.loc[rtt["kind"] == "data_ack", "bytes_in_flight"] > 0).all()
+
+
+def test_karn_marks_every_remembered_segment_the_resent_range_overlaps():
+    """As tcp_flows lays the words out (TS ring head and count, then the segment ring's): one TSval remembered,
+    segments ending at 100, 200, 300, 400 (sent at 1..4 us). [150, 250) is sent again: the segments ending at 200
+    and 300 overlap it and give no sample (Karn), the one ending at 100 and the one ending at 400 still do."""
+    seg = np.zeros((1, 2, rt.SEG_RING, 2), np.int64)
+    ts = np.zeros((1, 2, rt.TS_RING, 2), np.int64)
+    meta = np.zeros((1, 2, 4), np.int64)
+    rt.ts_push(ts, meta, 0, 0, 0, 7, 500)
+    for i, end in enumerate((100, 200, 300, 400)):
+        rt.seg_push(seg, meta, 0, 0, 2, end, 1000 * (i + 1))
+    rt.seg_mark_resent(seg, meta, 0, 0, 2, 150, 250)
+    assert [int(seg[0, 0, k, 1]) for k in range(4)] == [1000, -2000, -3000, 4000]
+    assert rt.seg_ack(seg, meta, 0, 0, 2, 100, 9000) == 8000
+    assert rt.seg_ack(seg, meta, 0, 0, 2, 200, 9000) == -1
+    assert rt.seg_ack(seg, meta, 0, 0, 2, 300, 9000) == -1
+    assert rt.seg_ack(seg, meta, 0, 0, 2, 400, 9000) == 5000
+    assert meta[0, 0].tolist() == [0, 1, 4, 0] and meta[0, 1].tolist() == [0, 0, 0, 0]
