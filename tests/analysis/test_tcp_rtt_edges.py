@@ -157,3 +157,18 @@ def test_karn_marks_every_remembered_segment_the_resent_range_overlaps():
     assert rt.seg_ack(seg, meta, 0, 0, 2, 300, 9000) == -1
     assert rt.seg_ack(seg, meta, 0, 0, 2, 400, 9000) == 5000
     assert meta[0, 0].tolist() == [0, 1, 4, 0] and meta[0, 1].tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(("resent", "samples"), [
+    ((100, 200), [8999, -1, 6000]),   # the segment ending at its start and the one starting at its end: untouched
+    ((50, 100), [-1, 7000, 6000]),    # only the first segment, sent at 1 ns (any send time >= 1 ns is flagged)
+    ((250, 260), [8999, 7000, -1]),   # inside the last one
+])
+def test_karn_flags_exactly_the_segments_that_overlap_the_resent_range(resent, samples):
+    """Segments (0, 100], (100, 200], (200, 300] sent at 1 ns, 2 us and 3 us; one range [start, end) sent again; ACKs
+    of each end at 9 us: a sample for each segment the range does not overlap, none for those it does."""
+    ring, meta = _rings(rt.SEG_RING)
+    for end, t_ns in ((100, 1), (200, 2000), (300, 3000)):
+        rt.seg_push(ring, meta, 0, 0, 0, end, t_ns)
+    rt.seg_mark_resent(ring, meta, 0, 0, 0, *resent)
+    assert [rt.seg_ack(ring, meta, 0, 0, 0, end, 9000) for end in (100, 200, 300)] == samples
