@@ -42,6 +42,16 @@ def histogram_log_processor(*args: str) -> str:
     return ref.stdout
 
 
+def _java_double(v: float) -> str:
+    """A double as Double.parseDouble reads it exactly: hexadecimal bits, or Java's names of the others."""
+    v = float(v)
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v.hex()
+
+
 def java_format(patterns: list[str], values: list[float]) -> list[list[str]]:
     """Java's String.format(pattern, v) for each value and pattern: one row per value (tests/java_format/Format.java
     run as a single source file, one JVM for all; each double goes in as its exact bits)."""
@@ -49,7 +59,7 @@ def java_format(patterns: list[str], values: list[float]) -> list[list[str]]:
     if shutil.which("javac") is None:  # java runs a single source file with the JDK's compiler module
         pytest.skip("needs a JDK (javac) to run tests/java_format/Format.java")
     out = subprocess.run([java, str(HERE / "java_format" / "Format.java"), *patterns],
-                         input="".join(f"{float(v).hex()}\n" for v in values), capture_output=True, text=True,
+                         input="".join(f"{_java_double(v)}\n" for v in values), capture_output=True, text=True,
                          timeout=120, env={"PATH": "", "LC_ALL": "C"})
     assert out.returncode == 0, out.stderr
     rows = [line.split("\t") for line in out.stdout.splitlines()]

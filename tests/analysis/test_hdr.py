@@ -289,7 +289,8 @@ def _tie_and_ladder_values() -> list[float]:
     differently), the same times 1000, random ones from 1e-6 to 1e15, and the ladder's own levels / 100 and
     1/(1 - level/100) up to 10^6 samples."""
     rng = np.random.default_rng(7)
-    vals: list[float] = [0.0, 1.0, 0.5, 2.5, 1e-13, 999.9995]
+    vals: list[float] = [0.0, 1.0, 0.5, 2.5, 1e-13, 999.9995, 9.2e18, 1e25, 1.7976931348623157e308, -2.5, -0.0,
+                         math.inf, -math.inf, math.nan]  # 1e25 and the largest double: more digits than 28
     for d in (0, 2, 3, 12):
         k = rng.integers(0, 10 ** (d + 1) // 10, 200) * 10 + 5
         vals += [float(x) / 10 ** (d + 1) for x in k] + [float(x) / 10 ** (d + 1) * 1000 for x in k[:50]]

@@ -504,9 +504,7 @@ MUTATIONS = (
         "the percentile text's numbers rounded as Python's % does (the binary value) instead of as Java's "
         "String.format does (the shortest decimal, half up): every ladder past 99.978 % differs from "
         "HistogramLogProcessor in the percentile column (0.999780273437 for 0.999780273438)",
-        (('    digits = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)\n'
-          '    return f"{digits:f}".rjust(width)',
-          '    return f"{float(x):{width}.{decimals}f}"'),),
+        (('    d = Decimal(repr(x))\n', '    return f"{x:{width}.{decimals}f}"\n    d = Decimal(repr(x))\n'),),
         ("tests/analysis/test_hdr.py::test_java_fixed_is_javas_string_format",
          "tests/analysis/test_hdr.py::test_percentile_text_is_histogramlogprocessors"),
         hint="hdr.py",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -567,7 +567,13 @@ def java_fixed(x: float, decimals: int, width: int = 0) -> str:
     Java rounds the shortest decimal that reads back as x (Double.toString's digits, Python's repr) half up, where
     C and Python round x's exact binary value (0.9997802734375 is 0.999780273438 in Java, 0.999780273437 in
     Python, whose %.12f sees the binary value just below the tie)."""
-    digits = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    x = float(x)
+    if not math.isfinite(x):
+        return ("NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity").rjust(width)
+    d = Decimal(repr(x))
+    # as many digits as the result has (up to 309 before the point): the default 28 would refuse 1e25 with 3 decimals
+    digits = d.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP,
+                        context=Context(prec=max(28, d.adjusted() + decimals + 2)))
     return f"{digits:f}".rjust(width)
 
 
