@@ -15,29 +15,42 @@ import pytest
 HERE = Path(__file__).resolve().parent
 
 
-def hdrhistogram_jar() -> str | None:
+def hdrhistogram_jar(version: str = "*") -> str | None:
+    """The HdrHistogram jar of `version` in ~/.m2 (the newest for "*"; BENCHBOOK_HDRHISTOGRAM_JAR overrides "*")."""
     env = os.environ.get("BENCHBOOK_HDRHISTOGRAM_JAR")
-    if env:
+    if env and version == "*":
         return env if Path(env).is_file() else None
-    jars = sorted(glob.glob(str(Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram/*/HdrHistogram-*.jar")))
+    m2 = Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram"
+    jars = sorted(glob.glob(str(m2 / version / "HdrHistogram-*.jar")))
     return jars[-1] if jars else None
 
 
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
-        pytest.skip("needs java (Debian's default-jre-headless; make test installs it as root)")
+        pytest.skip("needs java on PATH (the HdrHistogram comparisons run the real Java tools)")
     return java
 
 
-def histogram_log_processor(*args: str) -> str:
-    """stdout of `java -cp HdrHistogram.jar org.HdrHistogram.HistogramLogProcessor ARGS` (it must exit 0)."""
-    java, jar = _java(), hdrhistogram_jar()
+def run_histogram_log_processor(*args: str, version: str = "*") -> subprocess.CompletedProcess:
+    """`java -cp HdrHistogram.jar org.HdrHistogram.HistogramLogProcessor ARGS` of the jar `version` (2.1.9 with
+    the JAXB API it needs, gone from the JDK since Java 11); skips naming what is missing."""
+    java, jar = _java(), hdrhistogram_jar(version)
     if jar is None:
-        pytest.skip("needs the HdrHistogram jar (mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2, "
-                    "or BENCHBOOK_HDRHISTOGRAM_JAR)")
-    ref = subprocess.run([java, "-cp", jar, "org.HdrHistogram.HistogramLogProcessor", *args], capture_output=True,
-                         text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
+        pytest.skip(f"needs the HdrHistogram jar {version} (make java-oracle: mvn dependency:get "
+                    "-Dartifact=org.hdrhistogram:HdrHistogram:VERSION, or BENCHBOOK_HDRHISTOGRAM_JAR)")
+    if version == "2.1.9":
+        jaxb = glob.glob(str(Path.home() / ".m2/repository/javax/xml/bind/jaxb-api/2.3.1/jaxb-api-2.3.1.jar"))
+        if not jaxb:
+            pytest.skip("needs javax.xml.bind:jaxb-api:2.3.1 (make java-oracle)")
+        jar += ":" + jaxb[0]
+    return subprocess.run([java, "-cp", jar, "org.HdrHistogram.HistogramLogProcessor", *args], capture_output=True,
+                          text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
+
+
+def histogram_log_processor(*args: str) -> str:
+    """stdout of the newest HistogramLogProcessor on ARGS (it must exit 0)."""
+    ref = run_histogram_log_processor(*args)
     assert ref.returncode == 0, ref.stderr
     return ref.stdout
 

@@ -9,10 +9,7 @@ release that prints one: 2.1.11-2.2.2 end in a NullPointerException and print no
 
 from __future__ import annotations
 
-import glob
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from hdrh.log import HistogramLogReader
 from typer.testing import CliRunner
 
 from benchbook.cli import app
+from java_oracle import run_histogram_log_processor
 
 HLOG = Path(__file__).resolve().parents[1] / "data" / "hlog"
 OTHERS = ["python-hdrh", "go-hdrhistogram", "rust-hdrhistogram"]
@@ -30,25 +28,6 @@ runner = CliRunner()
 def run(*args: str) -> tuple[int, str, str]:
     r = runner.invoke(app, ["hist", *args])
     return r.exit_code, r.stdout, r.stderr
-
-
-def _jar(version: str) -> str | None:
-    jars = glob.glob(str(Path.home() / f".m2/repository/org/hdrhistogram/HdrHistogram/{version}/HdrHistogram-*.jar"))
-    return jars[0] if jars else None
-
-
-def _java(version: str, *args: str) -> subprocess.CompletedProcess:
-    java, jar = shutil.which("java"), _jar(version)
-    if java is None or jar is None:
-        pytest.skip(f"needs java and HdrHistogram {version} (make java-oracle)")
-    cp = jar
-    if version == "2.1.9":  # needs the JAXB API, gone from the JDK since Java 11
-        jaxb = glob.glob(str(Path.home() / ".m2/repository/javax/xml/bind/jaxb-api/2.3.1/jaxb-api-2.3.1.jar"))
-        if not jaxb:
-            pytest.skip("needs javax.xml.bind:jaxb-api:2.3.1 (make java-oracle)")
-        cp += ":" + jaxb[0]
-    return subprocess.run([java, "-cp", cp, "org.HdrHistogram.HistogramLogProcessor", *args], capture_output=True,
-                          text=True, timeout=120, env={"TZ": "UTC", "PATH": ""})
 
 
 @pytest.mark.parametrize("name", OTHERS)
@@ -90,7 +69,8 @@ def test_other_implementations_agree_with_the_python_reader(name):
 @pytest.mark.parametrize("name,args", [(n, []) for n in OTHERS] + [("go-hdrhistogram", ["-tag", "udp"]),
                                                                     ("rust-hdrhistogram", ["-tag", "udp"])])
 def test_other_implementations_text_is_histogramlogprocessors(name, args):
-    ref = _java("2.2.2", "-i", str(HLOG / f"{name}.hlog"), "-outputValueUnitRatio", "1", *args)
+    ref = run_histogram_log_processor("-i", str(HLOG / f"{name}.hlog"), "-outputValueUnitRatio", "1", *args,
+                                      version="2.2.2")
     assert ref.returncode == 0, ref.stderr
     ours = ["--tag", args[1]] if args else []
     # --all-percentiles: the Java tool's whole ladder, rows the sample cannot resolve included
@@ -152,9 +132,10 @@ def test_nothing_selected_prints_the_empty_distribution_and_says_why(case, tmp_p
 @pytest.mark.parametrize("case", ["only-tagged", "before-start"])
 def test_empty_distribution_is_histogramlogprocessors(case, tmp_path, shared_datasets):
     path = _only_tagged(tmp_path) if case == "only-tagged" else _before_start_time(tmp_path, shared_datasets)
-    old = _java("2.1.9", "-i", str(path))
+    old = run_histogram_log_processor("-i", str(path), version="2.1.9")
     assert old.returncode == 0 and old.stdout == EMPTY == run(str(path))[1]
-    csv = _java("2.1.9", "-i", str(path), "-csv")
+    csv = run_histogram_log_processor("-i", str(path), "-csv", version="2.1.9")
     assert csv.stdout == run(str(path), "--csv")[1]
-    new = _java("2.2.2", "-i", str(path))  # the documented difference: 2.2.2 crashes and prints nothing
+    # the documented difference: 2.2.2 crashes and prints nothing
+    new = run_histogram_log_processor("-i", str(path), version="2.2.2")
     assert new.stdout == "" and "NullPointerException" in new.stderr
