@@ -24,6 +24,7 @@ from benchbook.experiment import sweep
 from benchbook.experiment.record import read_record
 from benchbook.experiment.sweep import ATTEMPTS_DIR, SWEEP_NAME, _Bar, expand, run_sweep
 from benchbook.paths import REPO_ROOT
+from benchbook.provenance.checksums import sha256_file
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "data" / "sweep_point.ipynb"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -126,6 +127,14 @@ def test_on_point_is_called_for_each_point_an_engine_runs(tmp_path):
     assert calls == [("p0000r000", "complete", tmp_path / "eng" / p["run_id"])]
     assert out.ran == ["p0000r000"] and p["status"] == "complete"
     assert read_record(tmp_path / "eng" / p["run_id"])["engine"]["engine"] == "local"
+    # sweep.json's header, as docs/runs.md lists it: what was asked for (notebook and its digest, grid, repeat,
+    # order and seed), when, and nothing else (a key spelt otherwise would be a field no reader knows)
+    saved = json.loads((tmp_path / "eng" / SWEEP_NAME).read_text())
+    assert set(saved) == {"sweep_version", "experiment", "notebook", "notebook_sha256", "grid", "repeat", "shuffle",
+                          "seed", "order", "created", "updated", "points", "resumed"}
+    assert saved["notebook_sha256"] == sha256_file(NOTEBOOK) and saved["notebook"] == str(NOTEBOOK.resolve())
+    assert (saved["grid"], saved["repeat"], saved["order"]) == ({"rate": [4]}, 1, ["p0000r000"])
+    assert saved["created"] <= saved["updated"] and saved["resumed"] == []
 
 
 _CHILD = """

@@ -151,6 +151,8 @@ def test_resuming_a_finished_sweep_runs_nothing_and_notes_the_resume(tmp_path):
     assert out.count("complete") == 4 and out.count("pending") == 0
     saved = json.loads((exp / SWEEP_NAME).read_text())
     assert len(saved["resumed"]) == 1 and saved["updated"] >= saved["created"]
+    # the resume is the sweep's latest change: updated moves on from what the finished sweep said
+    assert "2026-01-02T03:04:05+00:00" < saved["updated"] <= saved["resumed"][0]
     assert not list(exp.rglob("*.tmp")) and not (exp / ATTEMPTS_DIR).exists()
 
 
