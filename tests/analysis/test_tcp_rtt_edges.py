@@ -163,6 +163,11 @@ def test_karn_marks_every_remembered_segment_the_resent_range_overlaps():
     ((100, 200), [8999, -1, 6000]),   # the segment ending at its start and the one starting at its end: untouched
     ((50, 100), [-1, 7000, 6000]),    # only the first segment, sent at 1 ns (any send time >= 1 ns is flagged)
     ((250, 260), [8999, 7000, -1]),   # inside the last one
+    # wholly below the oldest remembered segment (a flow seen mid-stream: its earlier bytes lie at positions below
+    # 0): that segment's start is not remembered, and the ACK covering it may answer the resent bytes, so Karn
+    # drops its sample; the later segments keep theirs
+    ((-100, -50), [-1, 7000, 6000]),
+    ((-100, 0), [-1, 7000, 6000]),
 ])
 def test_karn_flags_exactly_the_segments_that_overlap_the_resent_range(resent, samples):
     """Segments (0, 100], (100, 200], (200, 300] sent at 1 ns, 2 us and 3 us; one range [start, end) sent again; ACKs
