@@ -4,7 +4,8 @@ environment mutmut's test command inherits).
 
 A mutant of a line that the selection maps to tests runs only those; any other runs the module's whole list.
 mutmut runs with --rerun-all: a mutant that survives its selected tests runs the whole list too, so the selection
-saves time and never turns a killed mutant into a survivor."""
+saves time and never turns a killed mutant into a survivor. A mutant outside the selection ran the whole list by
+node id already; run_tests.py then collects the rerun's tests and runs them only if one was not in that list."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def pre_mutation(context) -> None:  # mutmut's Context
     sel = _selection()
     line = context.mutation_id.line_number + 1
     tests = sel["lines"].get(str(line), sel["all"])
+    os.environ["MUTATE_SELECTED"] = "line" if str(line) in sel["lines"] else "all"  # run_tests.py: no rerun twice
     os.environ["MUTATE_MUTANT"] = f"{line}:{context.mutation_id.index}"  # run_tests.py's log names it
     os.environ["MUTATE_MUTANT_LINE"] = context.mutation_id.line         # and the line's text (lines move)
     context.config.test_command = shlex.join([*sel["runner"], "--", *tests])

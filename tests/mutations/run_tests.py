@@ -10,7 +10,10 @@ is a copy of the warm cache (filled by the unmutated tree's coverage pass) witho
 module that imports the mutated file directly or indirectly: those compile afresh from the mutant, the others
 load what the unmutated tree compiled. Exit status 0 when the tests pass (the mutant survived), 1 when one
 fails, errors, or is ended by the per-test timeout (killed; the log says which and by what). score.py counts a
-kill only with its log entry, so a failure of this script itself is never a kill.
+kill only with its log entry, so a failure of this script itself is never a kill. mutmut's rerun of the module's
+list after a mutant outside the selection passed that whole list by node id (passed_just_before) collects the tests
+with the mutant in place and runs them only when one of them was not in the list (a kernel line's survivor ran every
+test twice before, a minute each for the TCP kernels).
 """
 
 from __future__ import annotations
@@ -58,6 +61,15 @@ def main(argv: list[str]) -> int:
                 "-o", "timeout_method=thread", *argv]
         env = {"BENCHBOOK_KERNELS": "jit", "NUMBA_CACHE_DIR": str(cache), "BENCHBOOK_SHARED": cfg["shared"],
                "PYTHONDONTWRITEBYTECODE": "1"}
+        passed = passed_just_before(cfg, record, argv)
+        if passed is not None:
+            collected = _collected(cfg, tree, argv, env)
+            if collected is not None and collected <= passed:
+                record.update(outcome="survived", rc=0, failed=[], seconds=round(time.monotonic() - t0, 2),
+                              detail=f"the {len(collected)} tests collected from these files all passed in the run "
+                                     f"just before (by node id): not run twice")
+                _log(cfg, record)
+                return 0
         if cfg.get("server"):
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             from forkserver import request  # noqa: PLC0415 a sibling script: importable once its directory is on sys.path
@@ -91,6 +103,36 @@ def main(argv: list[str]) -> int:
         # baseline lasts long enough that this run's own timeout (logged, the child ended) always comes first
         time.sleep(max(0.0, (cfg["run_timeout_s"] + 60) / 10 - (time.monotonic() - t0)))
     return 0 if outcome == "survived" else 1
+
+
+def passed_just_before(cfg: dict, record: dict, argv: list[str]) -> set[str] | None:
+    """The node ids of the selection's whole list when this run is mutmut's rerun of the module's list
+    (--rerun-all) right after the same mutant passed that whole list by node id (a mutant outside the selection:
+    mutmut_config sets MUTATE_SELECTED=all); else None. The rerun is then needed only for a test the run before
+    did not hold (the caller compares what pytest collects now)."""
+    if os.environ.get("MUTATE_SELECTED") != "all" or not os.environ.get("MUTATE_SELECTION"):
+        return None
+    every = json.loads(Path(os.environ["MUTATE_SELECTION"]).read_text())["all"]
+    if argv == every or not Path(cfg["log"]).is_file():
+        return None  # this is the run by node id itself
+    with open(cfg["log"], "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - 65536))
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    last = json.loads(lines[-1]) if lines else {}
+    same = (last.get("mutant"), last.get("line"), last.get("tests")) == (record["mutant"], record.get("line"),
+                                                                       len(every))
+    return set(every) if same and last.get("outcome") == "survived" and "detail" not in last else None
+
+
+def _collected(cfg: dict, tree: Path, argv: list[str], env: dict[str, str]) -> set[str] | None:
+    """The node ids pytest collects from argv with the mutant in place, or None when collecting fails."""
+    rc, out = _subprocess(cfg, tree, ["--collect-only", "-q", "--no-header", "-p", "no:cacheprovider",
+                                      "-o", "addopts=--import-mode=importlib", *argv], env)
+    if rc != 0:
+        return None
+    ids = {line.strip() for line in out.splitlines() if "::" in line and not line.startswith(" ")}
+    return ids or None
 
 
 def _subprocess(cfg: dict, tree: Path, args: list[str], extra: dict[str, str]) -> tuple[int | None, str]:

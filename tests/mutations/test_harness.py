@@ -219,3 +219,39 @@ def test_a_mutant_outside_the_selection_runs_every_test_the_quickest_first():
     durations = {"t.py::slow": 22.6, "t.py::b": 0.1, "t.py::a": 0.1, "u.py::mid[1-2]": 1.04}
     assert score.quickest_first(durations, ["t.py", "u.py"]) == ["t.py::a", "t.py::b", "u.py::mid[1-2]", "t.py::slow"]
     assert score.quickest_first({}, ["t.py", "u.py"]) == ["t.py", "u.py"]  # no durations: the module's list
+
+
+@pytest.mark.parametrize(("extra", "rc", "ran"), [
+    ("", 0, False),                                     # the same tests: not run again
+    ("def test_three():\n    assert False\n", 1, True),  # a test the run by node id did not hold: run, and kills
+])
+def test_the_rerun_of_the_whole_list_runs_only_what_the_run_by_node_id_did_not(tmp_path, monkeypatch, extra, rc, ran):
+    """mutmut's --rerun-all after a kernel line's mutant passed every test by node id (run_tests.passed_just_before):
+    pytest collects the files with the mutant in place; only a test outside the list sends them to run again."""
+    cfg, tests = _tree(tmp_path, "assert True")
+    test_file = tmp_path / "tree" / tests[0]
+    test_file.write_text(test_file.read_text() + "\n\ndef test_two():\n    assert True\n\n\n" + extra)
+    every = [f"{tests[0]}::test_two", f"{tests[0]}::test_one"]
+    (tmp_path / "selection.json").write_text(json.dumps({"runner": [], "all": every, "lines": {}}))
+    monkeypatch.setenv("MUTATE_RUN_CONFIG", str(cfg))
+    monkeypatch.setenv("MUTATE_SELECTION", str(tmp_path / "selection.json"))
+    monkeypatch.setenv("MUTATE_SELECTED", "all")
+    monkeypatch.setenv("MUTATE_MUTANT", "7:1")
+    monkeypatch.setenv("MUTATE_MUTANT_LINE", "x = 1")
+    assert run_tests.main(["--", *every]) == 0  # the run by node id: both pass
+    conf = json.loads(cfg.read_text())
+    assert run_tests.passed_just_before(conf, {"mutant": "7:1", "line": "x = 1"}, tests) == set(every)
+    # another mutant's survival, the same number on another line, or the run by node id itself never stand in
+    assert run_tests.passed_just_before(conf, {"mutant": "8:0", "line": "x = 1"}, tests) is None
+    assert run_tests.passed_just_before(conf, {"mutant": "7:1", "line": "x = 2"}, tests) is None
+    assert run_tests.passed_just_before(conf, {"mutant": "7:1", "line": "x = 1"}, every) is None
+    monkeypatch.setenv("MUTATE_SELECTED", "line")  # a selected line's mutant ran only its own tests
+    assert run_tests.passed_just_before(conf, {"mutant": "7:1", "line": "x = 1"}, tests) is None
+    monkeypatch.setenv("MUTATE_SELECTED", "all")
+    assert run_tests.main(["--", *tests]) == rc  # mutmut's rerun of the module's list
+    first, second = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert (first["outcome"], first["tests"], "detail" in first) == ("survived", 2, False)
+    assert second["outcome"] == ("killed" if rc else "survived")
+    assert ("detail" not in second) == ran
+    if not ran:
+        assert "2 tests collected" in second["detail"]
