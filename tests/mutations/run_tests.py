@@ -48,6 +48,8 @@ def main(argv: list[str]) -> int:
     record = {"module": cfg["module"], "mutant": mutant, "tests": len(argv)}
     if mutant != "baseline":
         record["line"] = os.environ.get("MUTATE_MUTANT_LINE", "")  # score.py matches the entry to the line's text
+        if os.environ.get("MUTATE_SAMPLED"):
+            record["sampled"] = float(os.environ["MUTATE_SAMPLED"])  # tested as part of score.py --sample's sample
     if not argv:  # no test runs the mutated line
         record.update(outcome="survived", detail="no test selected", seconds=0.0)
         _log(cfg, record)

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -26,10 +27,13 @@ def _load(name: str):
     return mod
 
 
+sys.path.insert(0, str(HERE))  # score.py and mutmut_config.py import their sibling sampling.py
 forkserver = _load("forkserver")
 run_tests = _load("run_tests")
 score = _load("score")
 mutmut_main = _load("mutmut_main")
+mutmut_config = _load("mutmut_config")
+sampling = _load("sampling")
 
 
 def test_a_client_that_hangs_up_is_seen():
@@ -255,3 +259,97 @@ def test_the_rerun_of_the_whole_list_runs_only_what_the_run_by_node_id_did_not(t
     assert ("detail" not in second) == ran
     if not ran:
         assert "2 tests collected" in second["detail"]
+
+
+def test_the_sample_is_seeded_nested_and_of_its_fraction():
+    keys = [(n, f"line {n % 97}", i) for n in range(1, 4001) for i in range(5)]
+    small = {k for k in keys if sampling.in_sample(*k, 0.1)}
+    large = {k for k in keys if sampling.in_sample(*k, 0.3)}
+    assert small <= large  # a larger fraction keeps the smaller one's mutants
+    assert small == {k for k in keys if sampling.in_sample(*k, 0.1)}  # the same every time
+    assert small != {k for k in keys if sampling.in_sample(*k, 0.1, seed=1)}
+    # 20,000 Bernoulli draws: the counts lie within 5 standard deviations of 2,000 and 6,000
+    assert abs(len(small) - 2000) < 5 * (20000 * 0.1 * 0.9) ** 0.5
+    assert abs(len(large) - 6000) < 5 * (20000 * 0.3 * 0.7) ** 0.5
+
+
+def test_the_sampled_score_bound_holds_for_known_truth():
+    """Simulation with known truth: 300 mutants measured whole (270 killed, 12 surviving, 18 equivalent) and 700 not
+    yet (kill share among the non-equivalent 0.92, 8 % equivalent), sampled at 15 % 2,000 times: the lower bound
+    lies below the true score in at least 95 % of the samples, and the estimate is within half a point of it on
+    average."""
+    rng = np.random.default_rng(7)
+    outcome = np.array(["e"] * 56 + ["k"] * 594 + ["s"] * 50)  # 700 - 56 = 644 non-equivalent, 594 killed
+    true = (270 + 594) / (270 + 12 + 644)
+    below, ests = 0, []
+    for _ in range(2000):
+        pick = outcome[rng.random(outcome.size) < 0.15]
+        k, s, e = (int(np.sum(pick == c)) for c in "kse")
+        est, lower = sampling.estimate(270, 12, k, s, e, outcome.size - pick.size)
+        assert lower <= est
+        below += lower <= true
+        ests.append(est)
+    assert below >= 0.95 * 2000
+    assert abs(np.mean(ests) - true) < 0.005
+    with pytest.raises(ValueError, match="no non-equivalent"):
+        sampling.estimate(10, 0, 0, 0, 3, 50)
+
+
+def test_a_sampled_run_counts_its_strata_apart():
+    """tally(): a mutant the sample left out (mutmut's status skipped, no log entry) is unsampled, a sampled one's
+    log entry says so; the score is the estimate's, never a measured one, until a run without --sample."""
+    m = score.Module("x.py", ["tests/test_x.py"])
+    def mu(status, outcome=None, sampled=False, equivalent=""):
+        entry = {"outcome": outcome} if outcome else {}
+        if sampled:
+            entry["sampled"] = 0.2
+        return score.Mutant(3, 0, status, "x = 1", "x = 2", entry, equivalent)
+    mutants = ([mu("ok_killed", "killed")] * 40 + [mu("bad_survived", "survived")] * 2
+               + [mu("ok_killed", "killed", True)] * 18 + [mu("bad_survived", "survived", True)]
+               + [mu("bad_survived", "survived", True, "a reason")] + [mu("skipped")] * 80)
+    row = score.tally(m, mutants)
+    assert (row.killed, row.survived, row.equivalent, row.untested, row.unsampled) == (58, 3, 1, 0, 80)
+    assert (row.sampled_killed, row.sampled_survived, row.sampled_equivalent, row.sampled) == (18, 1, 1, 20)
+    assert row.score is None
+    est, lower = row.estimate()
+    assert (est, lower) == sampling.estimate(40, 2, 18, 1, 1, 80)
+    assert 0.9 < est < 0.97 and lower < est
+    assert score._lowest(row) == lower
+    # a mutant left untested besides (a stopped run): no estimate
+    assert score.tally(m, [*mutants, mu("untested")]).estimate() is None
+
+
+@dataclasses.dataclass
+class _Config:
+    test_command: str = ""
+
+
+@dataclasses.dataclass
+class _Context:  # the fields of mutmut's Context that pre_mutation reads and sets
+    mutation_id: _MutationId
+    config: _Config
+    skip: bool = False
+
+
+def test_pre_mutation_tests_the_measured_and_the_sampled_and_skips_the_rest(tmp_path, monkeypatch):
+    every = ["tests/test_x.py::test_a"]
+    fraction = 0.5
+    ids = [_MutationId("x = 1", i, n) for n in range(40) for i in range(2)]
+    measured = ["1:0", "7:1"]
+    sel = {"runner": ["run"], "all": every, "lines": {}, "sample": {"fraction": fraction, "seed": sampling.SEED,
+                                                                    "measured": measured}}
+    (tmp_path / "sel.json").write_text(json.dumps(sel))
+    monkeypatch.setenv("MUTATE_SELECTION", str(tmp_path / "sel.json"))
+    mutmut_config._selection.cache_clear()
+    for mid in ids:
+        ctx = _Context(mid, _Config())
+        mutmut_config.pre_mutation(ctx)
+        key = f"{mid.line_number + 1}:{mid.index}"
+        wanted = sampling.in_sample(mid.line_number + 1, mid.line, mid.index, fraction)
+        if key in measured:
+            assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == ""
+        elif wanted:
+            assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == "0.5" and ctx.config.test_command.endswith(every[0])
+        else:
+            assert ctx.skip and ctx.config.test_command == ""
+    mutmut_config._selection.cache_clear()
