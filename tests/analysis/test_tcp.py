@@ -390,6 +390,30 @@ def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) ->
     assert re.search(r"rexmt data pkts:\s+1\b", text), text  # the keep-alive's byte
 
 
+@pytest.mark.parametrize("gaps", [16, 17])
+def test_a_full_hole_list_forgets_its_lowest_hole(tmp_path: Path, gaps: int) -> None:
+    """A direction keeps 16 holes (byte ranges not seen between its lowest and highest byte): 100-byte segments
+    with a 100-byte gap before each after the first make `gaps` holes, then the lowest gap's bytes arrive. With 16
+    holes they are new bytes and fill it; a 17th forgets the lowest hole (its 100 bytes count as missed for good,
+    once in hole_list_overflows), so the late bytes are not new. Either way no byte is both seen and missed."""
+    seq0 = 5000
+    frames = [_frame(A, B, 5000, 80, seq0 + 200 * k, 1, 0x10, b"x" * 100) for k in range(gaps + 1)]
+    frames.append(_frame(A, B, 5000, 80, seq0 + 100, 1, 0x10, b"y" * 100))
+    p = tmp_path / f"holes{gaps}.pcap"
+    write_pcap(p, [1000 * k for k in range(len(frames))], frames)
+    tp = run_pass([p], rule="tcptrace")
+    (r,) = flow_table(tp).itertuples()
+    span = 200 * gaps + 100
+    assert r.orig_seq_span_bytes == span
+    if gaps == 16:
+        assert tp.counters["hole_list_overflows"] == 0
+        assert (r.orig_unique_bytes, r.orig_missed_bytes) == (100 * (gaps + 2), 100 * (gaps - 1))
+    else:
+        assert tp.counters["hole_list_overflows"] == 1
+        assert (r.orig_unique_bytes, r.orig_missed_bytes) == (100 * (gaps + 1), 100 * gaps)
+    assert r.orig_unique_bytes + r.orig_missed_bytes == span
+
+
 def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:
     """More flows than the initial table (it grows and rehashes), IPv6 inside an 802.1Q tag."""
     frames = [_frame(A, B, 10000 + k, 80, 1, 0, 0x02) for k in range(300)]
