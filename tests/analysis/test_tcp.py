@@ -184,6 +184,33 @@ def test_synthetic_truth(synth, rule: str) -> None:
     assert truth.flows[0]["isn"] + truth.flows[0]["unique_bytes"] > 2**32
 
 
+def test_output_buffers_that_fill_inside_a_chunk_are_drained_and_lose_nothing(tmp_path: Path) -> None:
+    """The kernel stops when its interval buffer (16,384 rows) or RTT buffer (65,536 rows) is full and the driver
+    drains the one that asked (tcp_flows' FLUSH_IV and FLUSH_RTT, distinct from GROW_FLOWS): 10-us bins give a row
+    per packet, and one chunk of all ~240,000 packets holds some 80,000 data->ACK samples, so both fill several
+    times inside the chunk; small chunks never fill them. Flows, interval rows and RTT histograms are the same."""
+    path = tmp_path / "many.pcap"
+    truth = make_tcp_capture(path, flows=8, segments=20_000, loss=0.0, reorder=0.0, seed=3)
+    rows: dict[int, list[int]] = {}
+
+    def one(chunk_packets: int):
+        seen = rows.setdefault(chunk_packets, [])
+        tp = run_pass([path], bin_ns=10_000, chunk_packets=chunk_packets, on_rtt=lambda b: seen.append(len(b)))
+        iv = tp.iv_rows[np.lexsort((tp.iv_rows[:, tf.IV_BIN], tp.iv_rows[:, tf.IV_DIR], tp.iv_rows[:, tf.IV_FLOW]))]
+        return tp, flow_table(tp), iv
+
+    whole, fl_whole, iv_whole = one(1 << 18)
+    small, fl_small, iv_small = one(1 << 12)
+    assert whole.counters["packets"] == small.counters["packets"] == truth.packets > 1 << 17
+    assert len(iv_whole) > 4 * 16_384 and sum(rows[1 << 18]) > 2 * 65_536
+    pd.testing.assert_frame_equal(fl_whole, fl_small)
+    np.testing.assert_array_equal(iv_whole, iv_small)
+    assert sum(rows[1 << 18]) == sum(rows[1 << 12])
+    totals = {k: h.total_count for k, h in whole.rtt_hist.items()}
+    assert totals == {k: h.total_count for k, h in small.rtt_hist.items()}
+    assert sum(totals.values()) == sum(rows[1 << 18])
+
+
 def test_data_ack_rtt_is_the_ack_delay(synth, tmp_path: Path) -> None:
     """The generator ACKs ack_delay_ns after the segment it acknowledges: every data->ACK sample whose ACK came
     in order equals it, and none is smaller (Karn's rule drops the retransmitted ones)."""
