@@ -174,23 +174,43 @@ def test_pre_duplicate_keys_are_dropped(tmp_path):
         assert res.counts["matched"] == len(frames) - 1
 
 
+def test_every_pre_duplicate_is_counted_also_in_the_tables_first_slot(tmp_path):
+    """A key that waits already poisons the waiting packet: the first copy counts 2 (both dropped), each further
+    copy 1. Id 0 lives in the table's first slot (slot 0 is a slot like any other)."""
+    pre_ids = [0, 0, 0, 5, 5, 9]
+    write_pcap(tmp_path / "pre.pcap", 1_000_000 + 1000 * np.arange(6, dtype=np.int64), frames_with_ids(pre_ids))
+    write_pcap(tmp_path / "post.pcap", 1_100_000 + 1000 * np.arange(3, dtype=np.int64), frames_with_ids([0, 5, 9]))
+    with pytest.warns(UserWarning, match="^5 pre packets share a key with another waiting pre packet"):
+        res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42))
+    _, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", "id")
+    assert (res.counts["pre_duplicates"], res.counts["matched"], res.counts["ambiguous_post"]) == (5, 1, 2)
+    assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
+    assert res.id.tolist() == [9]
+
+
 def make_pair_small(d):
     make_capture_pair(d / "spre.pcap", d / "spost.pcap", 50, rate_pps=1e5, seed=1)
     return d / "spre.pcap"
 
 
-def test_backwards_timestamps_counted(tmp_path):
+@pytest.mark.parametrize("side", ["pre", "post"])
+def test_backwards_timestamps_counted(tmp_path, side):
+    """Each step back counts once, in its own capture's counter: the second packet's (the first that can step
+    back) and a later one's; a timestamp equal to the one before is no step back."""
     rows = read_reference(make_pair_small(tmp_path))
     frames = [r[3] for r in rows]
-    ts = np.array([r[0] for r in rows], np.int64)
-    post_ts = ts + 5_000
-    post_ts[[10, 30]] -= 30_000  # two timestamps step back
-    write_pcap(tmp_path / "bpost.pcap", post_ts, frames)
-    with pytest.warns(UserWarning, match=r"bpost\.pcap: timestamps go backwards 2 times in the post capture"):
-        res = match_captures(tmp_path / "spre.pcap", tmp_path / "bpost.pcap", IdKey(42))
-    assert res.counts["backwards_timestamps_post"] == 2
+    stamps = {"pre": np.array([r[0] for r in rows], np.int64)}
+    stamps["post"] = stamps["pre"] + 5_000
+    stamps[side][[1, 30]] -= 30_000  # two timestamps step back
+    stamps[side][20] = stamps[side][19]  # one repeats the one before
+    for name, ts in stamps.items():
+        write_pcap(tmp_path / f"b{name}.pcap", ts, frames)
+    with pytest.warns(UserWarning, match=rf"b{side}\.pcap: timestamps go backwards 2 times in the {side} capture"):
+        res = match_captures(tmp_path / "bpre.pcap", tmp_path / "bpost.pcap", IdKey(42))
+    other = "post" if side == "pre" else "pre"
+    assert res.counts[f"backwards_timestamps_{side}"] == 2
     assert res.counts["backwards_timestamps"] == 2
-    assert res.counts["backwards_timestamps_pre"] == 0
+    assert res.counts[f"backwards_timestamps_{other}"] == 0
 
 
 def test_snaplen_shorter_than_id_and_empty_capture(tmp_path):
@@ -354,20 +374,23 @@ def test_every_key_mode_matches_the_reference_whatever_the_ids(case, tmp_path_fa
             assert got == rows, mode
 
 
+@pytest.mark.parametrize(("delay_ns", "max_latency_ns"), [(2500, 6000), (300_000, 600_000)])
 @pytest.mark.parametrize("mode", list(KEYS))
-def test_table_rebuilds_keep_every_waiting_key(tmp_path, mode):
+def test_table_rebuilds_keep_every_waiting_key(tmp_path, mode, delay_ns, max_latency_ns):
     """Packets leaving by time leave tombstones; past a quarter of the table it is rebuilt from the ring
-    (here several times), and every packet still waiting must be found again."""
+    (here several times), and every packet still waiting must be found again: a few at a time (2-5 wait
+    unmatched), or some 600 in the window (their keys collide in the table, and the rebuild must place them where
+    a lookup probes)."""
     n, window = 6000, 1024
     pre_t = 1_000_000 + 1000 * np.arange(n, dtype=np.int64)
     ids = np.arange(n, dtype=np.uint64) + np.uint64(7)
-    post_t = pre_t + 2500 + (np.arange(n) % 3) * 1000  # 2-5 packets wait unmatched at any time
+    post_t = pre_t + delay_ns + (np.arange(n) % 3) * 1000
     write_pcap(tmp_path / "pre.pcap", pre_t, frames_with_ids(ids.tolist()))
     order = np.argsort(post_t, kind="stable")  # delivered in time order: some overtake others
     write_pcap(tmp_path / "post.pcap", post_t[order], frames_with_ids(ids[order].tolist()))
-    res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", KEYS[mode], max_latency_ns=6000,
+    res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", KEYS[mode], max_latency_ns=max_latency_ns,
                          window_packets=window)
-    rows, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", mode, max_lat=6000)
+    rows, ref, _ = reference_match(tmp_path / "pre.pcap", tmp_path / "post.pcap", mode, max_lat=max_latency_ns)
     assert res.counts["matched"] == n and res.counts["window_evicted"] == 0 and res.counts["reordered"] > 0
     assert {k: res.counts[k] for k in COUNT_KEYS} == {k: ref[k] for k in COUNT_KEYS}
     assert list(zip(res.id.tolist(), res.t_pre_ns.tolist(), res.t_post_ns.tolist(), res.latency_ns.tolist(),
