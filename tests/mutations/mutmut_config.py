@@ -37,7 +37,10 @@ def pre_mutation(context) -> None:  # mutmut's Context
                          sample["seed"]):
             context.skip = True  # mutmut records it skipped; score.py tests it again in a run without --sample
             return
-        os.environ["MUTATE_SAMPLED"] = str(sample["fraction"])  # run_tests.py's log marks it
+        os.environ["MUTATE_SAMPLED"] = sample["stamp"]  # run_tests.py's log marks it as of this sample
+    key = f"{line}:{context.mutation_id.index}"
+    reviewed = sel.get("equivalent_survivors", {}).get(key)
+    os.environ["MUTATE_EQUIVALENT"] = "1" if reviewed is not None and reviewed == context.mutation_id.line else ""
     tests = sel["lines"].get(str(line), sel["all"])
     os.environ["MUTATE_SELECTED"] = "line" if str(line) in sel["lines"] else "all"  # run_tests.py: no rerun twice
     os.environ["MUTATE_MUTANT"] = f"{line}:{context.mutation_id.index}"  # run_tests.py's log names it

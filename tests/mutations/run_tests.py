@@ -49,7 +49,13 @@ def main(argv: list[str]) -> int:
     if mutant != "baseline":
         record["line"] = os.environ.get("MUTATE_MUTANT_LINE", "")  # score.py matches the entry to the line's text
         if os.environ.get("MUTATE_SAMPLED"):
-            record["sampled"] = float(os.environ["MUTATE_SAMPLED"])  # tested as part of score.py --sample's sample
+            record["sampled"] = os.environ["MUTATE_SAMPLED"]  # tested as part of that score.py --sample run's sample
+        if os.environ.get("MUTATE_EQUIVALENT"):  # survived every test before and is recorded equivalent (score.py)
+            record.update(outcome="survived", rc=0, failed=[], seconds=0.0,
+                          detail="recorded equivalent (tests/mutations/equivalent.toml or a rule) after it survived "
+                                 "the module's whole list: not run again")
+            _log(cfg, record)
+            return 0
     if not argv:  # no test runs the mutated line
         record.update(outcome="survived", detail="no test selected", seconds=0.0)
         _log(cfg, record)

@@ -313,10 +313,23 @@ def run_module(m: Module, worker: int, fresh: bool, sample: float | None = None)
     runner = [str(PYTHON), str(tree / "tests" / "mutations" / "run_tests.py")]
     sel_path = out / f"{m.slug}.selection.json"
     body = {"runner": runner, "all": quickest_first(durations, m.tests), "lines": sel}
-    if sample is not None:  # mutmut_config: the mutants measured before are tested as always, the rest if sampled
-        body["sample"] = {"fraction": sample, "seed": SEED, "measured": sorted(
-            f"{mu.line_number}:{mu.index}" for mu in read_mutants(tree, m)
-            if mu.status in DONE and mu.status != "skipped" and logged(mu) and "sampled" not in mu.outcome)}
+    before = read_mutants(tree, m)
+    sample_file = out / f"{m.slug}.sample.json"
+    if sample is not None:
+        # the strata of this run: every mutant with an outcome already (measured whole) and the rest, of which
+        # mutmut_config tests the seeded sample; the entries of this sample carry its stamp (tally)
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body["sample"] = {"fraction": sample, "seed": SEED, "stamp": stamp, "measured": sorted(
+            f"{mu.line_number}:{mu.index}" for mu in before if mu.status in DONE and mu.status != "skipped"
+            and logged(mu))}
+        sample_file.write_text(json.dumps({k: body["sample"][k] for k in ("fraction", "seed", "stamp")}))
+    else:
+        sample_file.unlink(missing_ok=True)
+    equivalents = load_equivalents()
+    classify(before, m, equivalents, (tree / m.lib_path).read_text())
+    # survivors reviewed as equivalent (a reason each) are not run again: run_tests.py logs them survived
+    body["equivalent_survivors"] = {f"{mu.line_number}:{mu.index}": mu.original for mu in before
+                                    if mu.status == "bad_survived" and mu.equivalent and logged(mu)}
     sel_path.write_text(json.dumps(body))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MUTATE_", "PYTHON"))}
     env.update(PYTHONPATH=str(SITE), MUTATE_RUN_CONFIG=str(cfg_path), MUTATE_SELECTION=str(sel_path))
@@ -679,10 +692,12 @@ def logged(mu: Mutant) -> bool:
     return True
 
 
-def tally(m: Module, mutants: list[Mutant]) -> Row:
+def tally(m: Module, mutants: list[Mutant], stamp: str | None = None) -> Row:
+    """The row of the table; `stamp`: the module's latest --sample run (its entries are the sample of the mutants
+    not measured before it; every other entry counts as measured whole)."""
     row = Row(m.path, mutants=len(mutants))
     for mu in mutants:
-        sampled = "sampled" in mu.outcome
+        sampled = stamp is not None and mu.outcome.get("sampled") == stamp
         if mu.status == "skipped" and not mu.outcome:
             row.unsampled += 1
         elif mu.status not in DONE or mu.status == "skipped" or not logged(mu):
@@ -726,7 +741,9 @@ def report(modules: list[Module], survivors_of: list[str] | None = None) -> tupl
             continue
         mutants = read_mutants(tree, m)
         classify(mutants, m, equivalents, (tree / m.lib_path).read_text())
-        rows.append(tally(m, mutants))
+        sample_file = WORK / "modules" / f"{m.slug}.sample.json"
+        stamp = json.loads(sample_file.read_text())["stamp"] if sample_file.is_file() else None
+        rows.append(tally(m, mutants, stamp))
         for mu in mutants:
             if mu.status == "bad_survived" and not mu.equivalent:
                 surv_lines.append(f"{m.path}:{mu.line_number}  {mu.original.strip()}  ->  {mu.mutated.strip()}")

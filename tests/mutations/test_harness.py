@@ -296,18 +296,21 @@ def test_the_sampled_score_bound_holds_for_known_truth():
 
 
 def test_a_sampled_run_counts_its_strata_apart():
-    """tally(): a mutant the sample left out (mutmut's status skipped, no log entry) is unsampled, a sampled one's
-    log entry says so; the score is the estimate's, never a measured one, until a run without --sample."""
+    """tally(): a mutant the sample left out (mutmut's status skipped, no log entry) is unsampled, one of the
+    module's latest sample carries its stamp in its log entry, and any other entry (an earlier sample's too)
+    counts as measured whole; the score is the estimate's, never a measured one, until a run without --sample."""
     m = score.Module("x.py", ["tests/test_x.py"])
     def mu(status, outcome=None, sampled=False, equivalent=""):
         entry = {"outcome": outcome} if outcome else {}
         if sampled:
-            entry["sampled"] = 0.2
+            entry["sampled"] = sampled
         return score.Mutant(3, 0, status, "x = 1", "x = 2", entry, equivalent)
-    mutants = ([mu("ok_killed", "killed")] * 40 + [mu("bad_survived", "survived")] * 2
-               + [mu("ok_killed", "killed", True)] * 18 + [mu("bad_survived", "survived", True)]
-               + [mu("bad_survived", "survived", True, "a reason")] + [mu("skipped")] * 80)
-    row = score.tally(m, mutants)
+    now, earlier = "2026-11-27T18:40:00Z", "2026-11-27T17:40:00Z"
+    mutants = ([mu("ok_killed", "killed")] * 30 + [mu("ok_killed", "killed", earlier)] * 10
+               + [mu("bad_survived", "survived")] + [mu("bad_survived", "survived", earlier)]
+               + [mu("ok_killed", "killed", now)] * 18 + [mu("bad_survived", "survived", now)]
+               + [mu("bad_survived", "survived", now, "a reason")] + [mu("skipped")] * 80)
+    row = score.tally(m, mutants, now)
     assert (row.killed, row.survived, row.equivalent, row.untested, row.unsampled) == (58, 3, 1, 0, 80)
     assert (row.sampled_killed, row.sampled_survived, row.sampled_equivalent, row.sampled) == (18, 1, 1, 20)
     assert row.score is None
@@ -316,7 +319,9 @@ def test_a_sampled_run_counts_its_strata_apart():
     assert 0.9 < est < 0.97 and lower < est
     assert score._lowest(row) == lower
     # a mutant left untested besides (a stopped run): no estimate
-    assert score.tally(m, [*mutants, mu("untested")]).estimate() is None
+    assert score.tally(m, [*mutants, mu("untested")], now).estimate() is None
+    # without the stamp (no sample run recorded) nothing is a sample: the skipped leave the module unscored
+    assert score.tally(m, mutants).sampled == 0 and score.tally(m, mutants).estimate() is None
 
 
 @dataclasses.dataclass
@@ -337,7 +342,8 @@ def test_pre_mutation_tests_the_measured_and_the_sampled_and_skips_the_rest(tmp_
     ids = [_MutationId("x = 1", i, n) for n in range(40) for i in range(2)]
     measured = ["1:0", "7:1"]
     sel = {"runner": ["run"], "all": every, "lines": {}, "sample": {"fraction": fraction, "seed": sampling.SEED,
-                                                                    "measured": measured}}
+                                                                    "stamp": "S", "measured": measured},
+           "equivalent_survivors": {"7:1": "x = 1", "1:0": "x = 9"}}
     (tmp_path / "sel.json").write_text(json.dumps(sel))
     monkeypatch.setenv("MUTATE_SELECTION", str(tmp_path / "sel.json"))
     mutmut_config._selection.cache_clear()
@@ -349,7 +355,22 @@ def test_pre_mutation_tests_the_measured_and_the_sampled_and_skips_the_rest(tmp_
         if key in measured:
             assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == ""
         elif wanted:
-            assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == "0.5" and ctx.config.test_command.endswith(every[0])
+            assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == "S" and ctx.config.test_command.endswith(every[0])
         else:
             assert ctx.skip and ctx.config.test_command == ""
+        if not ctx.skip:  # a reviewed equivalent survivor, on the line it was reviewed on, is not run again
+            assert os.environ["MUTATE_EQUIVALENT"] == ("1" if key == "7:1" else "")
     mutmut_config._selection.cache_clear()
+
+
+def test_a_reviewed_equivalent_survivor_is_logged_survived_without_running(tmp_path, monkeypatch):
+    cfg, tests = _tree(tmp_path, "assert False")  # a test that would kill it
+    monkeypatch.setenv("MUTATE_RUN_CONFIG", str(cfg))
+    monkeypatch.setenv("MUTATE_MUTANT", "8:1")
+    monkeypatch.setenv("MUTATE_MUTANT_LINE", "x = 1")
+    monkeypatch.setenv("MUTATE_EQUIVALENT", "1")
+    assert run_tests.main(["--", *tests]) == 0
+    (record,) = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert record["outcome"] == "survived" and record["detail"].startswith("recorded equivalent")
+    monkeypatch.setenv("MUTATE_EQUIVALENT", "")
+    assert run_tests.main(["--", *tests]) == 1  # not reviewed: the tests run, and kill it
