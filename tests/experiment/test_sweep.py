@@ -131,6 +131,8 @@ def test_failed_point_is_redone_on_resume(tmp_path):
     out = run_sweep(NOTEBOOK, grid, experiment="f", runs_dir=tmp_path, progress=False)
     assert out.count("failed") == 1
     first = out.manifest["points"][0]["run_id"]
+    assert read_record(tmp_path / "f" / first)["sweep"] == {"experiment": "f", "point": 0, "repetition": 0,
+                                                            "order": 0, "attempt": 1}
     with pytest.raises(SweepError, match="--resume"):
         run_sweep(NOTEBOOK, grid, experiment="f", runs_dir=tmp_path, progress=False)
     with pytest.raises(SweepError, match="differs"):
@@ -139,6 +141,8 @@ def test_failed_point_is_redone_on_resume(tmp_path):
     flag.unlink()
     out = run_sweep(NOTEBOOK, grid, experiment="f", runs_dir=tmp_path, resume=True, progress=False)
     assert out.count("complete") == 1 and out.moved_aside == [first]
+    redone = out.manifest["points"][0]["run_id"]
+    assert read_record(tmp_path / "f" / redone)["sweep"]["attempt"] == 2  # the second attempt at the point
     aside = tmp_path / "f" / ".attempts" / first
     assert read_record(aside)["status"] == "failed"
     assert (aside / "raw" / "samples.txt").read_text() == "5 a\n"
