@@ -578,3 +578,50 @@ def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
         if v == 3:
             break
     assert closed == [True]
+
+
+def test_a_flow_is_evictable_once_closed_both_ways_and_quiet_past_the_timeout() -> None:
+    """tcp_flows.evictable at its limits: a flow whose FINs went both ways (or that saw a RST) leaves the table
+    after more than the close timeout without a packet, exactly the timeout is not enough, one FIN is not a close;
+    any flow leaves after more than the idle timeout."""
+    state = tf.new_state(flows=8)
+    t = 10**15
+    state["c"][tf.C_NFLOWS], state["c"][tf.C_LAST_TS] = 7, t
+    close, idle = tf.CLOSE_TIMEOUT_NS, tf.IDLE_TIMEOUT_NS
+    cases = [  # (FINs orig, FINs resp, RSTs orig, RSTs resp, time since the flow's last packet)
+        (1, 1, 0, 0, close),          # 0: closed, exactly the timeout
+        (1, 1, 0, 0, close + 1),      # 1: closed, past it
+        (0, 1, 0, 0, close + 1),      # 2: only the responder's FIN
+        (1, 0, 0, 0, close + 1),      # 3: only the originator's FIN
+        (0, 0, 1, 0, close + 1),      # 4: a RST
+        (0, 0, 0, 0, idle),           # 5: open, exactly the idle timeout
+        (0, 0, 0, 0, idle + 1),       # 6: open, past it
+    ]
+    for f, (fin0, fin1, rst0, rst1, quiet) in enumerate(cases):
+        state["st"][f, 0, tf.S_FINS], state["st"][f, 1, tf.S_FINS] = fin0, fin1
+        state["st"][f, 0, tf.S_RSTS], state["st"][f, 1, tf.S_RSTS] = rst0, rst1
+        state["fl"][f, tf.FL_LAST_TS] = t - quiet
+    assert tf.evictable(state).tolist() == [1, 4, 6]
+
+
+def test_interval_columns_are_named_and_sum_to_the_flow_table(synth) -> None:
+    """intervals.parquet's columns by name (a renamed counter breaks every reader); per flow and direction the bins'
+    counters add up to the flow table's (here: out-of-order segments under the tcptrace rule, the generator's
+    reordered segments)."""
+    path, truth = synth
+    tp = run_pass([path], rule="tcptrace")
+    iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+    assert list(iv.columns) == [
+        "flow", "direction", "bin", "start_time_ns", "packets", "wire_bytes", "payload_bytes", "goodput_bytes",
+        "retransmitted_segments", "retransmitted_bytes", "out_of_order_segments", "advancing_acks",
+        "ack_interarrival_sum_ns", "ack_interarrival_count", "bytes_in_flight_max", "throughput_bps", "goodput_bps",
+        "retransmission_score", "ack_interarrival_mean_ns"]
+    fl = flow_table(tp)
+    sums = iv.groupby(["flow", "direction"], observed=True)[
+        ["packets", "retransmitted_segments", "out_of_order_segments"]].sum()
+    for d in ("orig", "resp"):
+        per = sums.xs(d, level="direction").reindex(fl["flow"])
+        assert per["packets"].tolist() == fl[f"{d}_packets"].tolist()
+        assert per["retransmitted_segments"].tolist() == fl[f"{d}_retransmissions_tcptrace"].tolist()
+        assert per["out_of_order_segments"].tolist() == fl[f"{d}_out_of_order_tcptrace"].tolist()
+    assert fl["orig_out_of_order_tcptrace"].tolist() == [t["reordered"] for t in truth.flows]
