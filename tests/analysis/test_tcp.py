@@ -26,6 +26,7 @@ import zstandard
 import tcp_reference
 from benchbook.analysis import tcp_flows as tf
 from benchbook.analysis import tcp_rtt as rt
+from benchbook.analysis.hdr import HdrHistogram
 from benchbook.analysis.tcp_intervals import interval_table
 from benchbook.analysis.tcp_pass import TcpAnalysisError, prefetched, run_pass
 from benchbook.analysis.tcp_report import analyze_tcp, flow_table
@@ -529,14 +530,17 @@ def test_wireshark_rule_equals_tshark_analysis_flags(synth) -> None:
     assert sum(v[0] for v in theirs.values()) > 0 and sum(v[1] for v in theirs.values()) > 0
 
 
+@pytest.mark.parametrize("lowest", [0, 40])
 @pytest.mark.parametrize("gid_spread", [10, 10**9])
-def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int) -> None:
+def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int, lowest: int) -> None:
     """tcp_rtt.group_samples (counting pass for nearby flow ids, stable sort for far-apart ones) gives, per
-    (flow, direction), the RTT values in row order, clamped to at least 1 ns, like a plain Python group-by."""
+    (flow, direction), the RTT values in row order, clamped to at least 1 ns, like a plain Python group-by; also
+    when the block's lowest flow id is not 0 (a later block of a long capture), and keys[j]'s values end where
+    keys[j + 1]'s begin, the last at the block's end."""
     rng = np.random.default_rng(7)
     n = 5000
     rows = np.zeros((n, rt.N_R), np.int64)
-    rows[:, rt.R_FLOW] = rng.choice(np.array([0, 3, 5, gid_spread]), n)
+    rows[:, rt.R_FLOW] = lowest + rng.choice(np.array([0, 3, 5, gid_spread]), n)
     rows[:, rt.R_DIR] = rng.integers(0, 2, n)
     rows[:, rt.R_RTT] = rng.integers(-2, 1000, n)
     keys, bounds, values = rt.group_samples(rows)
@@ -544,9 +548,20 @@ def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int) -> None:
     for r in rows:
         expect.setdefault(int(r[rt.R_FLOW]) * 2 + int(r[rt.R_DIR]), []).append(max(int(r[rt.R_RTT]), 1))
     assert keys.tolist() == sorted(expect)
+    assert bounds.size == keys.size + 1 and bounds[0] == 0 and bounds[-1] == n
     assert {int(k): values[bounds[j]:bounds[j + 1]].tolist() for j, k in enumerate(keys)} == expect
     empty = rt.group_samples(np.zeros((0, rt.N_R), np.int64))
     assert [a.size for a in empty] == [0, 1, 0]
+
+
+def test_rtt_summary_in_ms_and_none_without_samples() -> None:
+    nothing = {"min": None, "mean": None, "p99": None}
+    assert rt.rtt_summary_ms(None) == nothing
+    h = HdrHistogram(1, 3_600_000_000_000, 3)  # as tcp_pass records RTTs
+    assert rt.rtt_summary_ms(h) == nothing
+    h.record_value(2_000_000)
+    assert rt.rtt_summary_ms(h) == {"min": 2.0, "mean": 2.0, "p99": h.value_at_percentile(99.0) / 1e6}
+    assert abs(rt.rtt_summary_ms(h)["p99"] - 2.0) <= 0.002
 
 
 def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
