@@ -34,7 +34,7 @@ def pre_mutation(context) -> None:  # mutmut's Context
     os.environ["MUTATE_SAMPLED"] = ""
     if sample and f"{line}:{context.mutation_id.index}" not in sample["measured"]:
         if not in_sample(line, context.mutation_id.line, context.mutation_id.index, sample["fraction"],
-                         sample["seed"]):
+                         sample["stamp"], sample["seed"]):
             context.skip = True  # mutmut records it skipped; score.py tests it again in a run without --sample
             return
         os.environ["MUTATE_SAMPLED"] = sample["stamp"]  # run_tests.py's log marks it as of this sample

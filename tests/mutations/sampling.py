@@ -2,9 +2,13 @@
 
 A module whose every mutant recompiles the TCP kernels (a minute each here) cannot be measured whole in one sitting:
 `--sample FRACTION` tests the mutants not measured yet only when they fall in a seeded Bernoulli sample (each with
-probability FRACTION, from the sha256 of the seed, its line and index: the same mutants every time, and a larger
-fraction keeps the smaller one's). The score is then estimated from two strata: the mutants measured before (exact)
-and the rest, of which the sample is a simple random sample. The lower bound takes the Clopper-Pearson 95 % interval
+probability FRACTION, from the sha256 of the seed, the run's stamp, its line and index). The score is then estimated
+from two strata: the mutants measured before (exact) and the rest, of which the sample is a simple random sample.
+The run's stamp makes each run's draw new: the mutants an earlier sample left out are the rest because of that
+earlier draw, and a draw by line and index alone (the first version of this file) can never pick them again at a
+smaller fraction, so the sample of the rest held none from the lines the earlier run had reached.
+
+The lower bound takes the Clopper-Pearson 95 % interval
 (two-sided; its lower end, scipy.stats.beta) of the killed share among the sample's non-equivalent mutants, and the
 least favourable number of non-equivalent mutants the unsampled rest can hold (the score is monotone in it), so it
 holds at 97.5 % or more whatever the share of equivalents among the rest."""
@@ -16,9 +20,10 @@ import hashlib
 SEED = 20261127
 
 
-def in_sample(line_number: int, text: str, index: int, fraction: float, seed: int = SEED) -> bool:
-    """Whether mutant `index` of line `line_number` (1-based; its text as it is now) is in the sample."""
-    h = hashlib.sha256(f"{seed}\0{line_number}\0{text}\0{index}".encode()).digest()
+def in_sample(line_number: int, text: str, index: int, fraction: float, stamp: str, seed: int = SEED) -> bool:
+    """Whether mutant `index` of line `line_number` (1-based; its text as it is now) is in the sample of the run
+    `stamp`."""
+    h = hashlib.sha256(f"{seed}\0{stamp}\0{line_number}\0{text}\0{index}".encode()).digest()
     return int.from_bytes(h[:8], "big") / 2.0**64 < fraction
 
 

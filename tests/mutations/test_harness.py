@@ -261,16 +261,21 @@ def test_the_rerun_of_the_whole_list_runs_only_what_the_run_by_node_id_did_not(t
         assert "2 tests collected" in second["detail"]
 
 
-def test_the_sample_is_seeded_nested_and_of_its_fraction():
+def test_the_sample_is_seeded_of_its_fraction_and_drawn_anew_by_each_run():
     keys = [(n, f"line {n % 97}", i) for n in range(1, 4001) for i in range(5)]
-    small = {k for k in keys if sampling.in_sample(*k, 0.1)}
-    large = {k for k in keys if sampling.in_sample(*k, 0.3)}
-    assert small <= large  # a larger fraction keeps the smaller one's mutants
-    assert small == {k for k in keys if sampling.in_sample(*k, 0.1)}  # the same every time
-    assert small != {k for k in keys if sampling.in_sample(*k, 0.1, seed=1)}
+    run, later = "2026-11-27T18:00:00Z", "2026-11-27T19:00:00Z"
+    small = {k for k in keys if sampling.in_sample(*k, 0.1, run)}
+    large = {k for k in keys if sampling.in_sample(*k, 0.3, run)}
+    assert small <= large and small == {k for k in keys if sampling.in_sample(*k, 0.1, run)}  # a run's draw is fixed
+    assert small != {k for k in keys if sampling.in_sample(*k, 0.1, run, seed=1)}
     # 20,000 Bernoulli draws: the counts lie within 5 standard deviations of 2,000 and 6,000
     assert abs(len(small) - 2000) < 5 * (20000 * 0.1 * 0.9) ** 0.5
     assert abs(len(large) - 6000) < 5 * (20000 * 0.3 * 0.7) ** 0.5
+    # what an earlier run (0.4) left out is sampled by a later run (0.2) at its fraction, not never: the bias of a
+    # draw by line and index alone, which made tcp_rtt's "sample" 2 of 119 mutants
+    left_out = [k for k in keys if not sampling.in_sample(*k, 0.4, run)]
+    again = [k for k in left_out if sampling.in_sample(*k, 0.2, later)]
+    assert abs(len(again) - 0.2 * len(left_out)) < 5 * (len(left_out) * 0.2 * 0.8) ** 0.5
 
 
 def test_the_sampled_score_bound_holds_for_known_truth():
@@ -351,7 +356,7 @@ def test_pre_mutation_tests_the_measured_and_the_sampled_and_skips_the_rest(tmp_
         ctx = _Context(mid, _Config())
         mutmut_config.pre_mutation(ctx)
         key = f"{mid.line_number + 1}:{mid.index}"
-        wanted = sampling.in_sample(mid.line_number + 1, mid.line, mid.index, fraction)
+        wanted = sampling.in_sample(mid.line_number + 1, mid.line, mid.index, fraction, "S")
         if key in measured:
             assert not ctx.skip and os.environ["MUTATE_SAMPLED"] == ""
         elif wanted:
