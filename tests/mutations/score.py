@@ -27,7 +27,7 @@ source is still the same (a fresh machine need not measure a module again from n
 tested again). `--save` writes them from build/mutate/ alone.
 
 `--sample FRACTION` (sampling.py) tests a mutant not measured yet only when it falls in a seeded sample of that
-fraction and records the others skipped; the table then gives the score estimated from the measured mutants and
+fraction (drawn anew by each run) and records the others skipped; the table then gives the score estimated from the measured mutants and
 the sample, with its 95 % lower bound, and the sample's size. A run without --sample tests the skipped ones.
 """
 
@@ -426,7 +426,7 @@ def _reopen_unproven(tree: Path, m: Module) -> int:
         subprocess.run([str(PYTHON), "-c", "import sys; from mutmut.cache import update_line_numbers as u; "
                         "u(sys.argv[1])", m.lib_path], cwd=tree, env={**os.environ, "PYTHONPATH": str(SITE)},
                        check=True, capture_output=True)
-    # a mutant a sampled run skipped is untested too (a run with the same sample skips it again)
+    # a mutant a sampled run skipped is untested too (a later sampled run draws anew whether to test it)
     unproven = [mu for mu in read_mutants(tree, m) if mu.status in DONE and (not logged(mu) or mu.status == "skipped")]
     if not unproven:
         return 0
