@@ -27,8 +27,9 @@ source is still the same (a fresh machine need not measure a module again from n
 tested again). `--save` writes them from build/mutate/ alone.
 
 `--sample FRACTION` (sampling.py) tests a mutant not measured yet only when it falls in a seeded sample of that
-fraction (drawn anew by each run) and records the others skipped; the table then gives the score estimated from the measured mutants and
-the sample, with its 95 % lower bound, and the sample's size. A run without --sample tests the skipped ones.
+fraction (drawn anew by each run) and records the others skipped; the table then gives the score estimated from
+the measured mutants and the sample, with its 95 % lower bound, and the sample's size. A run without --sample tests
+the skipped ones.
 """
 
 from __future__ import annotations
