@@ -24,6 +24,7 @@ and after.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -336,14 +337,20 @@ class Dumbbell:
         carried_rate: int | None = None
         carried_delay: float | None = None
         for k, step in enumerate(steps):
-            if stop.wait(max(0.0, t0 + step.t_s - time.monotonic())):
+            while (wait_s := t0 + step.t_s - time.monotonic()) > 0:   # an early wake-up waits again
+                if stop.wait(wait_s):
+                    return
+            if stop.is_set():
                 return
-            now = time.monotonic() - t0
+            # decided on the recorded value (rounded up to the µs, so never before the step's time), so that the
+            # record never contradicts the decision: a step applied at 2.0001998 s, before its successor at
+            # 2.0002 s, was once recorded (rounded to nearest) as applied at 2.0002 s
+            now = round(math.ceil((time.monotonic() - t0) * 1e6) / 1e6, 6)
             if k + 1 < len(steps) and now >= steps[k + 1].t_s:
                 carried_rate = step.rate_bps if step.rate_bps is not None else carried_rate
                 carried_delay = step.delay_ms if step.delay_ms is not None else carried_delay
                 self.schedule_applied.append({
-                    "t_s": step.t_s, "applied_at_s": None, "done_at_s": None, "checked_at_s": round(now, 6),
+                    "t_s": step.t_s, "applied_at_s": None, "done_at_s": None, "checked_at_s": now,
                     "rate_bps": step.rate_bps, "delay_ms": step.delay_ms, "skipped": True,
                     "reason": f"the next step ({steps[k + 1].t_s:g} s) was already due when this one's turn came "
                               f"({now:.3f} s)"})
@@ -354,7 +361,7 @@ class Dumbbell:
             for role, commands in self.step_batches(effective):
                 tc.run_batch(tb.host(role), commands, what=f"schedule step at {step.t_s:g} s")
             done = time.monotonic() - t0
-            self.schedule_applied.append({"t_s": step.t_s, "applied_at_s": round(now, 6), "done_at_s": round(done, 6),
+            self.schedule_applied.append({"t_s": step.t_s, "applied_at_s": now, "done_at_s": round(done, 6),
                                           "late_s": round(done - step.t_s, 6), "rate_bps": effective.rate_bps,
                                           "delay_ms": effective.delay_ms})
 
