@@ -77,7 +77,7 @@ def new_state(flows: int = 64, iv_rows: int = 1 << 14, rtt_rows: int = 1 << 16) 
     return {
         "fl": np.zeros((flows, N_FL), np.int64),
         "st": np.zeros((flows, 2, N_ST), np.int64),
-        "holes": np.zeros((flows, 2, MAX_HOLES, 2), np.int64),
+        "holes": np.zeros((flows, 2, MAX_HOLES + 1, 2), np.int64),  # a spare slot for a split
         "tsr": np.zeros((flows, 2, rt.TS_RING, 2), np.int64),
         "sgr": np.zeros((flows, 2, rt.SEG_RING, 2), np.int64),
         "slots": np.full(4 * flows, -1, np.int64),
@@ -217,10 +217,7 @@ def _cover(holes, st, f, d, start, end, c):
                 holes[f, d, j, 0] = b
             elif b == he:
                 holes[f, d, j, 1] = a
-            else:  # split
-                if n == MAX_HOLES:
-                    n = _give_up_oldest_hole(holes, st, f, d, n, c)
-                    j -= 1
+            else:  # split (into the list's spare slot when full), then a full list forgets its lowest hole
                 for k in range(n, j + 1, -1):
                     holes[f, d, k, 0] = holes[f, d, k - 1, 0]
                     holes[f, d, k, 1] = holes[f, d, k - 1, 1]
@@ -229,6 +226,9 @@ def _cover(holes, st, f, d, start, end, c):
                 holes[f, d, j, 1] = a
                 n += 1
                 j += 1
+                if n > MAX_HOLES:  # the lowest may be the split one's lower part: it goes, its upper part stays
+                    n = _give_up_oldest_hole(holes, st, f, d, n, c)
+                    j -= 1
             j += 1
     if end > high:
         lo = max(start, high)
