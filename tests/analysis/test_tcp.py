@@ -363,6 +363,37 @@ def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
         run_pass([only_udp])
 
 
+def test_handshakes_at_time_zero_retransmitted_syns_fins_and_counters(tmp_path: Path) -> None:
+    """A capture whose clock starts at 0 (as tcpdump -tt of a rebased trace): flow 1's SYN and SYN-ACK share
+    t = 0 (equal timestamps are not backwards) and its handshake completes 300 ns later; flow 2's SYN is sent
+    again after 1 s, and its handshake RTT is measured from the first SYN. Flow 1 then carries 100 payload bytes,
+    a FIN sent twice and the peer's FIN: payload segments count only segments with payload, FIN segments count
+    each FIN. Two frames cut short are two malformed packets."""
+    s1 = s2 = 1000
+    syn1, syn2 = _frame(A, B, 1000, 80, s1, 0, 0x02), _frame(A, B, 1001, 80, s2, 0, 0x02)
+    pkts = [(0, syn1), (0, syn2), (0, _frame(B, A, 80, 1000, 7000, s1 + 1, 0x12)),
+            (300, _frame(A, B, 1000, 80, s1 + 1, 7001, 0x10)),
+            (400, _frame(A, B, 1000, 80, s1 + 1, 7001, 0x18, b"d" * 100)),
+            (500, _frame(B, A, 80, 1000, 7001, s1 + 101, 0x10)),
+            (600, _frame(A, B, 1000, 80, s1 + 101, 7001, 0x11)), (700, _frame(A, B, 1000, 80, s1 + 101, 7001, 0x11)),
+            (800, _frame(B, A, 80, 1000, 7001, s1 + 102, 0x11)), (900, _frame(A, B, 1000, 80, s1 + 102, 7002, 0x10)),
+            (950, syn1[:40]), (960, syn2[:44]),
+            (1_000_000_000, syn2), (1_000_000_100, _frame(B, A, 80, 1001, 9000, s2 + 1, 0x12)),
+            (1_000_000_400, _frame(A, B, 1001, 80, s2 + 1, 9001, 0x10))]
+    p = tmp_path / "zero.pcap"
+    write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
+    tp = run_pass([p], rule="tcptrace")
+    assert {k: tp.counters[k] for k in ("packets", "malformed_packets", "backwards_timestamps")} == {
+        "packets": 15, "malformed_packets": 2, "backwards_timestamps": 0}
+    f1, f2 = flow_table(tp).sort_values("sport").itertuples()
+    assert (f1.handshake, f1.handshake_rtt_ns, f1.syn_to_synack_ns) == ("complete", 300, 0)
+    assert (f2.handshake, f2.handshake_rtt_ns, f2.syn_to_synack_ns) == ("complete", 1_000_000_400, 1_000_000_100)
+    assert (f2.orig_syn_segments, f2.orig_syn_retransmissions) == (2, 1)
+    assert (f1.orig_packets, f1.orig_payload_segments, f1.orig_payload_bytes) == (6, 1, 100)
+    assert f1.resp_payload_segments == 0
+    assert (f1.orig_fin_segments, f1.orig_fin_retransmissions, f1.resp_fin_segments) == (2, 1, 1)
+
+
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
     """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
     same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
@@ -440,6 +471,30 @@ def test_a_full_hole_list_forgets_its_lowest_hole(tmp_path: Path, gaps: int) -> 
         assert tp.counters["hole_list_overflows"] == 1
         assert (r.orig_unique_bytes, r.orig_missed_bytes) == (100 * (gaps + 1), 100 * gaps)
     assert r.orig_unique_bytes + r.orig_missed_bytes == span
+
+
+@pytest.mark.parametrize("hole", [0, 3])
+def test_a_segment_splitting_a_hole_of_a_full_list_keeps_every_byte_counted_once(tmp_path: Path, hole: int) -> None:
+    """16 holes (the list is full), then 20 bytes strictly inside hole `hole`: the split makes 17 holes, so the
+    lowest is forgotten. When the split hole is the lowest its lower 40 bytes go (the upper 40 stay a hole); else
+    the lowest 100 go. The bytes missed are the same 1,580 either way and no byte is both seen and missed (the
+    kernel once forgot the lowest hole before splitting it, wrote slot -1 and reported -1,420 missed bytes)."""
+    seq0 = 5000
+    frames = [_frame(A, B, 5000, 80, seq0 + 200 * k, 1, 0x10, b"x" * 100) for k in range(17)]
+    frames.append(_frame(A, B, 5000, 80, seq0 + 200 * hole + 140, 1, 0x10, b"y" * 20))
+    p = tmp_path / f"split{hole}.pcap"
+    write_pcap(p, [1000 * k for k in range(len(frames))], frames)
+    tp = run_pass([p], rule="tcptrace")
+    (r,) = flow_table(tp).itertuples()
+    assert tp.counters["hole_list_overflows"] == 1
+    assert (r.orig_seq_span_bytes, r.orig_unique_bytes, r.orig_missed_bytes) == (3300, 1720, 1580)
+    st = tp.st[0, 0]
+    holes = tp.holes[0, 0, : st[tf.S_NHOLES]].tolist()
+    assert st[tf.S_LOST_HOLE_BYTES] == (40 if hole == 0 else 100)
+    assert len(holes) == 16 and all(a < b for a, b in holes) and holes == sorted(holes)
+    lo = 200 * hole + 100
+    assert [lo + 60, lo + 100] in holes and ([lo, lo + 40] in holes) == (hole != 0)
+    assert holes[0][0] == (160 if hole == 0 else 300)  # the lowest hole is gone, or its lower part
 
 
 def test_flow_table_grows_and_ipv6_vlan(tmp_path: Path) -> None:
