@@ -93,3 +93,108 @@ def test_the_key_ignores_exactly_the_fields_it_zeroes(kind, seed, junk, other):
     if other < len(frame) and not any(at <= other < at + 2 for at in fields):
         flipped = frame[:other] + bytes([frame[other] ^ 0x5A]) + frame[other + 1:]
         assert _key(flipped) != base  # any other byte of the key is part of it
+
+
+# -- the kernel against a plain reference of the key (issue 23) ------------------------------------------------------
+
+U64 = (1 << 64) - 1
+
+
+def _mix(h: int, w: int, m: int) -> int:
+    h ^= (w * m) & U64
+    h = ((h << 31) | (h >> 33)) & U64
+    return (h * int(mk.GOLDEN)) & U64
+
+
+def _fmix(h: int) -> int:
+    h ^= h >> 33
+    h = (h * int(mk.F1)) & U64
+    h ^= h >> 33
+    h = (h * int(mk.F2)) & U64
+    return h ^ (h >> 33)
+
+
+def reference_key(frame: bytes, start: int, end: int) -> tuple[int, int, bool]:
+    """The content key written out plainly (match_kernel.content_keys' docstring): the captured bytes of
+    [start, end) with the IPv4 header checksum and the UDP/TCP checksum zeroed (after one 802.1Q tag too; IPv6
+    without extension headers), as little-endian 64-bit words padded with zeros to the key's full width, hashed
+    twice; no key when the frame ends at or before `start`."""
+    if len(frame) <= start:
+        return 0, 0, False
+    m = min(len(frame), end) - start
+    key = bytearray(frame[start : start + m])
+
+    def zero(q: int) -> None:
+        if start <= q < start + m:
+            key[q - start] = 0
+
+    l3, etype = 14, (int.from_bytes(frame[12:14], "big") if len(frame) >= 14 else 0)
+    if etype == 0x8100 and len(frame) >= 18:
+        l3, etype = 18, int.from_bytes(frame[16:18], "big")
+    l4, proto = -1, 0
+    if etype == 0x0800 and len(frame) >= l3 + 20:
+        proto, l4 = frame[l3 + 9], l3 + (frame[l3] & 0xF) * 4
+        zero(l3 + 10)
+        zero(l3 + 11)
+    elif etype == 0x86DD and len(frame) >= l3 + 40:
+        proto, l4 = frame[l3 + 6], l3 + 40
+    if l4 >= 0 and proto in (6, 17):
+        cs = l4 + (16 if proto == 6 else 6)
+        zero(cs)
+        zero(cs + 1)
+    n_words = (end - start + 7) // 8
+    key += bytes(8 * n_words - len(key))
+    h1, h2 = (m * int(mk.M3)) & U64, m ^ 0x27D4EB2F165667C5
+    for w in range(n_words):
+        v = int.from_bytes(key[8 * w : 8 * w + 8], "little")
+        h1 = _mix(h1, v, int(mk.M2))
+        h2 = _mix(h2, v ^ 0x9FB21C651E98DF25, int(mk.M3))
+    return h2 ^ (h2 >> 29), _fmix(h1), True
+
+
+def _header_edge_frames(rng: np.random.Generator) -> list[bytes]:
+    """Frames whose headers end exactly at or one byte before a length the key's header parsing checks: an
+    Ethernet header cut at 13 and 14 bytes, a tag cut at 17 and 18, IPv4 at 33/34 (and 37/38 tagged), IPv6 at
+    53/54, an IPv4 header with options (IHL 6) and one claiming IHL 0, and an unknown transport protocol."""
+    out = []
+    for kind in KINDS:
+        frame, _ = build(kind, int(rng.integers(1000)), rng)
+        l3 = 18 if kind.endswith("vlan") else 14
+        need = l3 + (40 if kind.startswith("ipv6") else 20)
+        out += [frame[:need - 1], frame[:need], frame[:l3 - 1], frame[:l3], frame[:13], frame[:12]]
+    v4, _ = build("ipv4-udp", 7, rng)
+    out.append(v4[:14] + bytes([0x46]) + v4[15:34] + b"\x01\x02\x03\x04" + v4[34:])  # IHL 6: UDP 4 bytes later
+    out.append(v4[:14] + bytes([0x40]) + v4[15:])                                    # IHL 0: "UDP" at the IP header
+    out.append(v4[:23] + b"\x84" + v4[24:])                                          # protocol 132 (SCTP): no L4 sum
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kernel_keys_equal_the_plain_reference_for_any_range_length_and_neighbour(seed: int) -> None:
+    """Real frames of every kind, cut at random lengths and at the header edges, packed into one buffer with
+    random bytes between them (a partial last word loaded past a frame's end must not take its neighbour's bytes;
+    the last frame ends the buffer), keyed over random ranges [start, end): every key equals the reference."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(120):
+        frame, _ = build(KINDS[i % len(KINDS)], i, rng)
+        frames.append(frame[: int(rng.integers(0, len(frame) + 1))] if i % 3 == 0 else frame)
+    frames += _header_edge_frames(rng)
+    rng.shuffle(frames)
+    buf, offsets = bytearray(), []
+    for k, frame in enumerate(frames):
+        offsets.append(len(buf))
+        buf += frame
+        if k + 1 < len(frames):
+            buf += rng.bytes(int(rng.integers(0, 12)))
+    data = np.frombuffer(bytes(buf), np.uint8)
+    caplen = np.array([len(f) for f in frames], np.uint32)
+    n = len(frames)
+    for start, end in [(12, 64), (0, 14), (0, 1), (14, 15), (20, 90), (12, 13),
+                       *[(s, s + int(rng.integers(1, 80))) for s in rng.integers(0, 70, 6).tolist()]]:
+        hi, lo, ok = np.empty(n, np.uint64), np.empty(n, np.uint64), np.empty(n, np.bool_)
+        mk.content_keys(data, np.array(offsets, np.int64), caplen, start, end, hi, lo, ok)
+        got = [(int(a), int(b), bool(c)) for a, b, c in zip(hi, lo, ok, strict=True)]
+        want = [reference_key(f, start, end) for f in frames]
+        bad = [k for k in range(n) if got[k] != want[k]]
+        assert not bad, (start, end, [(len(frames[k]), got[k], want[k]) for k in bad[:3]])

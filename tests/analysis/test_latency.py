@@ -425,3 +425,84 @@ def test_new_state_sizes_and_the_table_on_a_cache_line(window, spread):
     assert not st_["tab"].any() and st_["c"].size == mk.N_COUNTERS and not st_["c"].any()
     assert {k: v.size for k, v in st_.items() if k.startswith("r_")} == dict.fromkeys(
         ("r_hi", "r_lo", "r_t", "r_idx", "r_slot", "r_state"), window)
+
+
+def test_match_step_returns_when_its_output_arrays_are_full_and_resumes():
+    """match_step with room for 3 matches per call and 10 pairs: no call returns more than 3 (nor writes past
+    them), and calling again from where it stopped gives all 10, in order, with their latencies."""
+    n, cap = 10, 3
+    s = mk.new_state(16, 2)
+    pre_t = np.arange(n, dtype=np.int64) * 1_000 + 5_000
+    post_t = pre_t + 300 + np.arange(n, dtype=np.int64)
+    ids = np.arange(1, n + 1, dtype=np.uint64)
+    hi, ok = np.zeros(n, np.uint64), np.ones(n, np.bool_)
+    out = (np.empty(cap, np.uint64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
+    i = j = 0
+    got: list[tuple[int, int]] = []
+    for _ in range(20):
+        i, j, k = mk.match_step(s["tab"], s["r_hi"], s["r_lo"], s["r_t"], s["r_idx"], s["r_slot"], s["r_state"],
+                                s["c"], pre_t, hi, ids, ok, 0, i, True, post_t, hi, ids, ok, j, True, 1_000_000,
+                                True, *out)
+        assert 0 <= k <= cap
+        got += list(zip(out[0][:k].tolist(), out[3][:k].tolist(), strict=True))
+        if i == n and j == n:
+            break
+    assert got == [(int(x), 300 + x - 1) for x in ids]
+
+
+def test_a_latency_of_exactly_max_latency_is_out_of_range_also_for_a_pre_packet_that_stepped_back(tmp_path):
+    """A pre packet leaves the window once it is max_latency_ns older than the post packet at hand, and a match
+    needs 0 < latency < max_latency_ns. A pre packet stamped earlier than the one before it (a step back) waits
+    behind that one and does not leave with it: its copy exactly max_latency_ns later is out of range, one
+    1 ns sooner is matched."""
+    max_lat = 1_000_000
+    frames = frames_with_ids([1, 2, 3])
+    pre_ts = [10_000_000, 9_000_000, 9_200_000]  # packet 2 steps back; 1 waits ahead of 2 and 3
+    post_ts = [10_000_500, 9_000_000 + max_lat, 9_200_000 + max_lat - 1]
+    write_pcap(tmp_path / "pre.pcap", np.array(pre_ts, np.int64), frames)
+    write_pcap(tmp_path / "post.pcap", np.array(sorted(post_ts), np.int64),
+               [frames[k] for k in np.argsort(post_ts, kind="stable")])
+    with pytest.warns(UserWarning, match="backwards"):
+        res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42), max_latency_ns=max_lat)
+    assert res.counts["out_of_range_post"] == 1 and res.counts["matched"] == 2
+    assert sorted(res.latency_ns.tolist()) == [500, max_lat - 1]
+
+
+@pytest.mark.parametrize(("width", "big"), [(8, False), (8, True), (4, True), (2, False), (3, False)])
+def test_id_keys_need_the_whole_id_in_the_captured_bytes(width, big):
+    """id_keys reads `width` bytes at offset 42 (little- or big-endian): a frame captured one byte short of the
+    id's end has no key (0, 0, not ok); one that ends exactly with it has, and the bytes after a frame (the
+    next frame's) never enter its key; the high word of an id key is 0."""
+    rng = np.random.default_rng(width + 10 * big)
+    lengths = [42 + width - 1, 42 + width, 60, 42, 0, 42 + width + 1]
+    frames = [rng.bytes(n) for n in lengths]
+    buf = b"".join(f + b"\xff" * 3 for f in frames)
+    offsets = np.cumsum([0] + [n + 3 for n in lengths[:-1]]).astype(np.int64)
+    n = len(frames)
+    hi, lo, ok = np.ones(n, np.uint64), np.ones(n, np.uint64), np.zeros(n, np.bool_)
+    mk.id_keys(np.frombuffer(buf, np.uint8), offsets, np.array(lengths, np.uint32), 42, width, big, hi, lo, ok)
+    want_ok = [n_ >= 42 + width for n_ in lengths]
+    assert ok.tolist() == want_ok
+    order = "big" if big else "little"
+    assert lo.tolist() == [int.from_bytes(f[42 : 42 + width], order) if w else 0 for f, w in zip(frames, want_ok,
+                                                                                                  strict=True)]
+    assert not hi.any()
+
+
+def test_window_evictions_and_an_unkeyed_post_packet_are_counted_exactly(tmp_path):
+    """A window of 4 waiting pre packets and 10 pre packets of which only the last 4 arrive: each of the first 6
+    is pushed out by the 5th to 10th (6 evictions, 6 lost, never more than 4 waiting); a post frame too short for
+    its id between the copies counts once as unkeyed and unmatched, and the copies after it still match."""
+    frames = frames_with_ids(range(1, 11))
+    pre_ts = np.arange(1, 11, dtype=np.int64) * 1_000
+    write_pcap(tmp_path / "pre.pcap", pre_ts, frames)
+    post_frames = [frames[6], frames[6][:44], *frames[7:]]
+    post_ts = np.array([7_500, 7_700, 8_500, 9_500, 10_500], np.int64)
+    write_pcap(tmp_path / "post.pcap", post_ts, post_frames)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the evictions are warned about
+        res = match_captures(tmp_path / "pre.pcap", tmp_path / "post.pcap", IdKey(42), window_packets=4)
+    c = res.counts
+    assert (c["window_evicted"], c["lost"], c["matched"], c["max_pending"]) == (6, 6, 4, 4)
+    assert (c["unkeyed_post"], c["unmatched_post"], c["post"]) == (1, 1, 5)
+    assert res.id.tolist() == [7, 8, 9, 10] and res.latency_ns.tolist() == [500] * 4
