@@ -609,6 +609,29 @@ def test_rtt_grouping_matches_a_plain_groupby(gid_spread: int, lowest: int) -> N
     assert [a.size for a in empty] == [0, 1, 0]
 
 
+@pytest.mark.parametrize("single", ["lowest", "highest", "both"])
+def test_rtt_grouping_by_sort_with_a_one_row_group_at_either_end(single: str) -> None:
+    """The sort path (flow ids 10**9 apart) when the lowest or the highest (flow, direction) has a single row:
+    the groups are counted from each row's predecessor in key order (a count taken from the successor gets the
+    number of groups wrong by one at one end or the other), and each gets its own values."""
+    rng = np.random.default_rng(11)
+    n = 300
+    rows = np.zeros((n, rt.N_R), np.int64)
+    rows[:, rt.R_FLOW] = rng.choice(np.array([5, 7, 10**9]), n)
+    rows[:, rt.R_DIR] = rng.integers(0, 2, n)
+    rows[:, rt.R_RTT] = rng.integers(1, 1000, n)
+    if single in ("lowest", "both"):
+        rows[17, rt.R_FLOW], rows[17, rt.R_DIR] = 0, 0
+    if single in ("highest", "both"):
+        rows[42, rt.R_FLOW], rows[42, rt.R_DIR] = 2 * 10**9, 1
+    keys, bounds, values = rt.group_samples(rows)
+    expect: dict[int, list[int]] = {}
+    for r in rows:
+        expect.setdefault(int(r[rt.R_FLOW]) * 2 + int(r[rt.R_DIR]), []).append(int(r[rt.R_RTT]))
+    assert keys.tolist() == sorted(expect) and bounds.tolist()[0] == 0 and bounds.size == keys.size + 1
+    assert {int(k): values[bounds[j]:bounds[j + 1]].tolist() for j, k in enumerate(keys)} == expect
+
+
 def test_rtt_summary_in_ms_and_none_without_samples() -> None:
     nothing = {"min": None, "mean": None, "p99": None}
     assert rt.rtt_summary_ms(None) == nothing
