@@ -1,7 +1,7 @@
 """The TCP analysis on a capture made here, as root, in network namespaces this test creates (and always removes):
 iperf3 bulk flows from a sender through a router with an HTB bottleneck and a short pfifo (drops, hence
 retransmissions) to a receiver, captured by tcpdump on the sender's interface with offloads off (so the capture
-holds MSS-sized segments, as the kernel counts them).
+holds MSS-sized segments, as the kernel counts them), until tcpdump has written a marker packet sent after the flows.
 
 Oracles: the kernel's per-flow retransmission counter (iperf3 -J, sender side, `retransmits` per stream) under
 the `zeek` rule: at most 1 more, at most max(1, 4 %) fewer per flow; tcptrace's unique bytes and rexmt /
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -55,21 +56,36 @@ def iperf_capture(tmp_path_factory) -> tuple[Path, dict]:
         client = tb.run("s1", ["iperf3", "-c", "198.19.0.1", "-t", "3", "-P", "2", "-C", "cubic", "-J"],
                         timeout_s=60.0)
         server.wait(timeout_s=10.0)
-        _wait_until_written(pcap)
+        # a marker after the flows: one connection attempt to a closed port (its SYN is answered by a RST); once
+        # tcpdump has written it, it has written every packet before it (a file whose size stays the same only
+        # says tcpdump wrote nothing for a while, which a loaded machine also does: packets still in its ring
+        # when it is interrupted are counted as received but never written)
+        tb.run("s1", ["bash", "-c", f"exec 3<>/dev/tcp/198.19.0.1/{MARKER_PORT}"], check=False)
+        _wait_for_marker(pcap, MARKER_PORT)
         dump.interrupt_and_wait(10.0)
     assert "0 packets dropped by kernel" in dump.output("stdout"), dump.output("stdout")[-300:]
     return pcap, json.loads(client.stdout)
 
 
-def _wait_until_written(path: Path, timeout_s: float = 20.0) -> None:
-    """Until tcpdump has written what it received: the file's size unchanged over 5 polls 0.1 s apart."""
+MARKER_PORT = 9  # discard: nothing listens on it in the receiver's namespace
+
+
+def _wait_for_marker(path: Path, dport: int, timeout_s: float = 30.0) -> None:
+    """Until the pcap tcpdump writes (Ethernet, whole records: -U) holds a TCP packet to `dport`."""
     deadline = time.monotonic() + timeout_s
-    last, same = -1, 0
-    while time.monotonic() < deadline and same < 5:
-        size = path.stat().st_size if path.exists() else -1
-        same = same + 1 if size == last else 0
-        last = size
-        time.sleep(0.1)
+    while time.monotonic() < deadline:
+        data = path.read_bytes() if path.exists() else b""
+        pos = 24
+        while pos + 16 <= len(data):
+            caplen = struct.unpack_from("<I", data, pos + 8)[0]
+            frame = data[pos + 16 : pos + 16 + caplen]
+            pos += 16 + caplen
+            if len(frame) >= 38 and frame[12:14] == b"\x08\x00" and frame[23] == 6:
+                l4 = 14 + (frame[14] & 0xF) * 4
+                if len(frame) >= l4 + 4 and struct.unpack_from(">H", frame, l4 + 2)[0] == dport:
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"{path}: tcpdump did not write the marker packet to port {dport} in {timeout_s} s")
 
 
 def test_kernel_retransmissions_within_one_per_flow_zeek_rule(iperf_capture) -> None:
@@ -86,9 +102,13 @@ def test_kernel_retransmissions_within_one_per_flow_zeek_rule(iperf_capture) -> 
         print(f"port {port}: kernel {sender['retransmits']}, zeek rule {r.orig_retransmissions_zeek}, "
               f"wireshark rule {r.orig_retransmissions_wireshark}, tcptrace rule {r.orig_retransmissions_tcptrace}")
         kernel, seen = int(sender["retransmits"]), int(r.orig_retransmissions_zeek)
-        # never more than the kernel sent (+1); fewer by at most 1, or 4 % of the kernel's count: one fresh-clone
-        # run on the loaded machine had 53 in the kernel and 51 under all three rules, with tcpdump reporting no
-        # drop, so the kernel counted two retransmissions this capture never saw (cause not identified)
+        # never more than the kernel sent (+1); fewer by at most 1, or 4 % of the kernel's count: two fresh-clone
+        # runs on the loaded machine had 53 in the kernel and 51 under all three rules, and 41 and 39, with
+        # tcpdump reporting no drop. Those captures ended when the file's size stopped changing for 0.5 s, so
+        # packets still in tcpdump's ring when it was interrupted could have been left unwritten (the suspected
+        # cause, not shown); on an idle machine the counts are equal (88 and 88, 79 and 79, the netns'
+        # TcpRetransSegs the same). The marker now makes the capture whole; the bound stays until loaded runs
+        # show the two equal
         assert kernel - max(1, int(0.04 * kernel)) <= seen <= kernel + 1, (port, kernel, seen)
         total += int(sender["retransmits"])
     assert total > 0, "the bottleneck dropped nothing: no retransmission to compare"
