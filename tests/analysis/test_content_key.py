@@ -6,6 +6,9 @@ independent of exactly the fields it zeroes."""
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+
 import dpkt
 import numpy as np
 import pytest
@@ -198,3 +201,38 @@ def test_kernel_keys_equal_the_plain_reference_for_any_range_length_and_neighbou
         want = [reference_key(f, start, end) for f in frames]
         bad = [k for k in range(n) if got[k] != want[k]]
         assert not bad, (start, end, [(len(frames[k]), got[k], want[k]) for k in bad[:3]])
+
+
+def _buffer_before_a_guard_page(payload: bytes) -> tuple[np.ndarray, mmap.mmap]:
+    """`payload` as a uint8 array ending exactly where a PROT_NONE page begins: a read past its end faults (the
+    mmap is returned too, to keep the mapping alive as long as the array)."""
+    page = mmap.PAGESIZE
+    mm = mmap.mmap(-1, 2 * page)
+    arr = np.frombuffer(mm, np.uint8)
+    if ctypes.CDLL(None, use_errno=True).mprotect(ctypes.c_void_p(arr.ctypes.data + page), ctypes.c_size_t(page),
+                                                   0) != 0:  # PROT_NONE (mmap has no name for it)
+        raise OSError(ctypes.get_errno(), "mprotect")
+    view = arr[page - len(payload) : page]
+    view[:] = np.frombuffer(payload, np.uint8)
+    return view, mm
+
+
+def test_keys_of_the_last_frame_read_nothing_past_the_buffer():
+    """The last frame of a buffer that ends right before an unreadable page, keyed over ranges whose last word is
+    partial (1 to 7 bytes): the key is built without loading the 8-byte word that would run into the next page
+    (a read past the buffer kills the process), and equals the reference; so does an id key that ends the
+    buffer."""
+    rng = np.random.default_rng(5)
+    frames = [build(kind, i, rng)[0] for i, kind in enumerate(KINDS)]
+    for frame in frames:
+        data, mm = _buffer_before_a_guard_page(frame)
+        one = np.zeros(1, np.int64), np.array([len(frame)], np.uint32)
+        for start, end in [(12, 64), (12, len(frame)), (0, len(frame) - 1), (len(frame) - 3, len(frame) + 5)]:
+            hi, lo, ok = np.empty(1, np.uint64), np.empty(1, np.uint64), np.empty(1, np.bool_)
+            mk.content_keys(data, *one, start, end, hi, lo, ok)
+            assert (int(hi[0]), int(lo[0]), bool(ok[0])) == reference_key(frame, start, end), (len(frame), start)
+        hi, lo, ok = np.empty(1, np.uint64), np.empty(1, np.uint64), np.empty(1, np.bool_)
+        mk.id_keys(data, *one, len(frame) - 8, 8, False, hi, lo, ok)
+        assert bool(ok[0]) and int(lo[0]) == int.from_bytes(frame[-8:], "little")
+        del data
+        mm.close()
