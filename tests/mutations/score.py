@@ -114,17 +114,21 @@ def tree_dir(worker: int) -> Path:
 
 
 def sync_tree(dest: Path) -> None:
-    """dest becomes a copy of the working tree (without .git, .venv, build, runs); mutmut's cache stays."""
+    """dest becomes a copy of the working tree (without .git, .venv, build, runs); mutmut's cache stays. While
+    the copy is made the cache waits beside the tree (<tree>.mutmut-cache), so that a sync stopped midway (a
+    run ended while it copies) loses none of the module's measured mutants: the next sync takes it back."""
     keep = dest / ".mutmut-cache"
-    saved = keep.read_bytes() if keep.is_file() else None
+    aside = dest.with_name(dest.name + ".mutmut-cache")
+    if keep.is_file():
+        os.replace(keep, aside)
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(REPO, dest, symlinks=True, ignore=shutil.ignore_patterns(
         ".venv", ".git", "build", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "runs", ".hypothesis",
         ".mutmut-cache"))
     shutil.copy2(HERE / "mutmut_config.py", dest / "mutmut_config.py")
-    if saved is not None:
-        keep.write_bytes(saved)
+    if aside.is_file():
+        os.replace(aside, keep)
 
 
 def kernel_stems_reaching(lib_path: str) -> list[str]:

@@ -219,6 +219,33 @@ def test_kills_are_not_saved_from_a_tree_whose_module_differs_from_the_source(tm
     assert msg.startswith("x.py: not saved: the tree's copy differs") and not (tmp_path / "results").exists()
 
 
+def test_a_sync_stopped_midway_keeps_mutmuts_cache_for_the_next(tmp_path, monkeypatch):
+    """The tenth session lost tcp_flows' cache when a run was ended while it copied the tree (the cache was held
+    in memory, between the tree's removal and the copy): it now waits beside the tree until the copy is made."""
+    repo, tree = tmp_path / "repo", tmp_path / "tree-0"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "lib" / "x.py").write_text("x = 1\n")
+    tree.mkdir()
+    (tree / ".mutmut-cache").write_bytes(b"measured")
+    monkeypatch.setattr(score, "REPO", repo)
+    real_copytree = score.shutil.copytree
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(score.shutil, "copytree", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        score.sync_tree(tree)
+    assert not tree.exists() and (tmp_path / "tree-0.mutmut-cache").read_bytes() == b"measured"
+    monkeypatch.setattr(score.shutil, "copytree", real_copytree)
+    score.sync_tree(tree)
+    assert (tree / ".mutmut-cache").read_bytes() == b"measured" and (tree / "lib" / "x.py").is_file()
+    assert not (tmp_path / "tree-0.mutmut-cache").exists()
+    (tree / ".mutmut-cache").write_bytes(b"newer")
+    score.sync_tree(tree)  # and an ordinary sync keeps it as it is
+    assert (tree / ".mutmut-cache").read_bytes() == b"newer"
+
+
 def test_a_mutant_outside_the_selection_runs_every_test_the_quickest_first():
     durations = {"t.py::slow": 22.6, "t.py::b": 0.1, "t.py::a": 0.1, "u.py::mid[1-2]": 1.04}
     assert score.quickest_first(durations, ["t.py", "u.py"]) == ["t.py::a", "t.py::b", "u.py::mid[1-2]", "t.py::slow"]
