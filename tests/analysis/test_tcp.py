@@ -640,6 +640,23 @@ def test_rtt_summary_in_ms_and_none_without_samples() -> None:
     h.record_value(2_000_000)
     assert rt.rtt_summary_ms(h) == {"min": 2.0, "mean": 2.0, "p99": h.value_at_percentile(99.0) / 1e6}
     assert abs(rt.rtt_summary_ms(h)["p99"] - 2.0) <= 0.002
+    for v_ms in [1, *range(3, 201)]:  # with the 2 ms above, 1, 2, ..., 200 ms: p99 is the 198th, not the largest
+        h.record_value(v_ms * 1_000_000)
+    summary = rt.rtt_summary_ms(h)
+    assert summary["min"] == 1.0 and abs(summary["p99"] - 198.0) <= 0.2 and summary["p99"] < 199.0
+
+
+def test_rtt_grouping_counts_from_the_lowest_key_however_high_it_is() -> None:
+    """Flow ids near 2**40 (a late block of a very long capture) lying close together take the counting pass, whose
+    table spans the keys' range only: one spanning up to the highest key could not even be allocated."""
+    rows = np.zeros((6, rt.N_R), np.int64)
+    rows[:, rt.R_FLOW] = 2**40 + np.array([3, 0, 3, 1, 0, 3])
+    rows[:, rt.R_DIR] = np.array([0, 1, 0, 0, 1, 1])
+    rows[:, rt.R_RTT] = np.arange(10, 16)
+    keys, bounds, values = rt.group_samples(rows)
+    base = 2**41
+    assert keys.tolist() == [base + 1, base + 2, base + 6, base + 7]
+    assert bounds.tolist() == [0, 2, 3, 5, 6] and values.tolist() == [11, 14, 13, 10, 12, 15]
 
 
 def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
