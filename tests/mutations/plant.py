@@ -623,6 +623,33 @@ MUTATIONS = (
         alone=True,
         hint="dumbbell.py",
     ),
+    Mutation(
+        "hole-split-forgets-first",
+        "a full hole list forgets its lowest hole before splitting one, as tcp_flows did until 2026-11-27: when the "
+        "split hole is the lowest it is forgotten whole, and its split writes hole -1 (the last hole's end), so "
+        "missed bytes come out negative",
+        (("""            else:  # split (into the list's spare slot when full), then a full list forgets its lowest hole
+                for k in range(n, j + 1, -1):""",
+          """            else:  # split
+                if n == MAX_HOLES:
+                    n = _give_up_oldest_hole(holes, st, f, d, n, c)
+                    j -= 1
+                for k in range(n, j + 1, -1):"""),
+         ("                if n > MAX_HOLES:  # the lowest may be the split one's lower part: it goes, its upper part "
+          "stays\n                    n = _give_up_oldest_hole(holes, st, f, d, n, c)\n                    j -= 1\n",
+          "")),
+        ("tests/analysis/test_tcp_holes.py",),
+        hint="tcp_flows.py",
+    ),
+    Mutation(
+        "latency-at-max-matched",
+        "a latency of exactly max_latency_ns is matched (lat > max_latency rejected instead of >=): reachable by a "
+        "pre packet stamped back in time, which waits behind a later one instead of leaving the window",
+        (("if lat <= 0 or lat >= max_latency:", "if lat <= 0 or lat > max_latency:"),),
+        ("tests/analysis/test_latency.py::"
+         "test_a_latency_of_exactly_max_latency_is_out_of_range_also_for_a_pre_packet_that_stepped_back",),
+        hint="match_kernel.py",
+    ),
 )
 
 
