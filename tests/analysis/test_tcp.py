@@ -394,6 +394,21 @@ def test_handshakes_at_time_zero_retransmitted_syns_fins_and_counters(tmp_path: 
     assert (f1.orig_fin_segments, f1.orig_fin_retransmissions, f1.resp_fin_segments) == (2, 1, 1)
 
 
+def test_an_mss_option_of_zero_is_recorded_as_zero(tmp_path: Path) -> None:
+    """A SYN whose MSS option holds 0 (invalid, but on the wire) has mss_bytes 0, as tshark reads its value; the
+    SYN-ACK without the option has -1 (no option)."""
+    tcp = struct.pack(">HHIIBBHHH", 1000, 80, 100, 0, 6 << 4, 0x02, 1000, 0, 0) + b"\x02\x04\x00\x00"
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, A, B)
+    syn = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
+    p = tmp_path / "mss0.pcap"
+    write_pcap(p, [0, 1000], [syn, _frame(B, A, 80, 1000, 700, 101, 0x12)])
+    (r,) = flow_table(run_pass([p])).itertuples()
+    assert (r.orig_mss_bytes, r.resp_mss_bytes) == (0, -1)
+    vals = subprocess.run([require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.options.mss_val"],
+                          capture_output=True, text=True, check=True).stdout.split("\n")
+    assert vals[:2] == ["0", ""]
+
+
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
     """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
     same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
@@ -728,10 +743,14 @@ def test_interval_columns_are_named_and_sum_to_the_flow_table(synth) -> None:
         "retransmission_score", "ack_interarrival_mean_ns"]
     fl = flow_table(tp)
     sums = iv.groupby(["flow", "direction"], observed=True)[
-        ["packets", "retransmitted_segments", "out_of_order_segments"]].sum()
+        ["packets", "wire_bytes", "payload_bytes", "goodput_bytes", "retransmitted_segments",
+         "out_of_order_segments"]].sum()
     for d in ("orig", "resp"):
         per = sums.xs(d, level="direction").reindex(fl["flow"])
         assert per["packets"].tolist() == fl[f"{d}_packets"].tolist()
+        assert per["wire_bytes"].tolist() == fl[f"{d}_wire_bytes"].tolist()
+        assert per["payload_bytes"].tolist() == fl[f"{d}_payload_bytes"].tolist()
+        assert per["goodput_bytes"].tolist() == fl[f"{d}_unique_bytes"].tolist()
         assert per["retransmitted_segments"].tolist() == fl[f"{d}_retransmissions_tcptrace"].tolist()
         assert per["out_of_order_segments"].tolist() == fl[f"{d}_out_of_order_tcptrace"].tolist()
     assert fl["orig_out_of_order_tcptrace"].tolist() == [t["reordered"] for t in truth.flows]
