@@ -409,6 +409,54 @@ def test_an_mss_option_of_zero_is_recorded_as_zero(tmp_path: Path) -> None:
     assert vals[:2] == ["0", ""]
 
 
+def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_not_advance(tmp_path: Path) -> None:
+    """Wireshark's out-of-order test looks at the time nextseq last moved: 100 bytes, a 100-byte gap, 100 bytes
+    (nextseq 1300 at 1 us), a pure ACK from the same side 50 ms later (at nextseq: it does not move it), then the
+    gap's bytes 0.5 ms after that: 50.5 ms after nextseq moved, past the 3 ms threshold, so a retransmission, not
+    out of order (as tshark flags it). The peer's ACKs 1100, 1100, 1100, 1300: two advance (interval
+    advancing_acks)."""
+    def seg(t, seq, n):
+        return t, _frame(A, B, 5000, 80, seq, 1, 0x10, b"z" * n)
+
+    def ack(t, a):
+        return t, _frame(B, A, 80, 5000, 1, a, 0x10)
+
+    pkts = [seg(0, 1000, 100), seg(1_000, 1200, 100), ack(2_000, 1100), ack(3_000, 1100), ack(4_000, 1100),
+            seg(50_000_000, 1300, 0), seg(50_500_000, 1100, 100), ack(50_600_000, 1300)]
+    p = tmp_path / "nextseq.pcap"
+    write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
+    tp = run_pass([p], rule="wireshark")
+    (r,) = flow_table(tp).itertuples()
+    assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (1, 0)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
+         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert [bool(line.strip()) for line in flags][6] and not flags[6].split("\t")[1]
+    iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+    by_dir = iv.groupby("direction", observed=True)["advancing_acks"].sum()
+    assert (by_dir["resp"], by_dir["orig"]) == (2, 1)  # orig's ACK field (1) is its first ACK seen, once B is
+
+
+def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Path) -> None:
+    """A 1-byte segment carrying TSval 100 (a segment with payload: its TSval is remembered however short it
+    is), echoed 10 us later by the peer's ACK (TSecr 100): one timestamp-echo sample of 10 us, besides the
+    data-ACK sample of the same ACK."""
+    def ts_frame(src, dst, sport, dport, seq, ack, tsval, tsecr, payload=b""):
+        tcp = (struct.pack(">HHIIBBHHH", sport, dport, seq, ack, 8 << 4, 0x10, 1000, 0, 0)
+               + b"\x01\x01\x08\x0a" + struct.pack(">II", tsval, tsecr) + payload)
+        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
+        return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
+
+    p = tmp_path / "ts1.pcap"
+    write_pcap(p, [1_000, 11_000], [ts_frame(A, B, 5000, 80, 1000, 1, 100, 0, b"k"),
+                                    ts_frame(B, A, 80, 5000, 1, 1001, 900, 100)])
+    rows: list[np.ndarray] = []
+    run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
+    got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
+    kinds = sorted((int(r[rt.R_KIND]), int(r[rt.R_RTT])) for r in got)
+    assert kinds == sorted([(rt.KIND_DATA_ACK, 10_000), (rt.KIND_TS_ECHO, 10_000)])
+
+
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
     """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
     same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
@@ -754,3 +802,10 @@ def test_interval_columns_are_named_and_sum_to_the_flow_table(synth) -> None:
         assert per["retransmitted_segments"].tolist() == fl[f"{d}_retransmissions_tcptrace"].tolist()
         assert per["out_of_order_segments"].tolist() == fl[f"{d}_out_of_order_tcptrace"].tolist()
     assert fl["orig_out_of_order_tcptrace"].tolist() == [t["reordered"] for t in truth.flows]
+    ws = run_pass([path], rule="wireshark")  # the interval counters follow the rule of the pass
+    fw = flow_table(ws)
+    per = interval_table(ws.iv_rows, ws.t0_ns, ws.bin_ns).groupby(["flow", "direction"], observed=True)[
+        ["retransmitted_segments", "out_of_order_segments"]].sum().xs("orig", level="direction").reindex(fw["flow"])
+    assert per["out_of_order_segments"].tolist() == fw["orig_out_of_order_wireshark"].tolist()
+    assert per["retransmitted_segments"].tolist() == fw["orig_retransmissions_wireshark"].tolist()
+    assert fw["orig_out_of_order_wireshark"].sum() > len(fw)  # some flow has two in one bin
