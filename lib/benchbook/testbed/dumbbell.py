@@ -472,8 +472,9 @@ class Dumbbell:
                     "how": "each step's tc commands for a host in one `tc -batch -` process at its time; applied_at_s "
                            "and done_at_s on the flows' clock, late_s = done_at_s - t_s; a step whose successor "
                            "was already due when its turn came (checked_at_s) is skipped (skipped: true, with the "
-                           "reason) and "
-                           "what it changed that the successor leaves unchanged goes with the successor"}}
+                           "reason) and what it changed that the successor leaves unchanged goes with the "
+                           "successor; applied_at_s and checked_at_s are rounded up to the µs, the value the skip "
+                           "was decided on"}}
 
 
 __all__ = ["Dumbbell", "FlowResult", "FlowSpec", "LinkSpec", "dumbbell_topology", "requirements"]
