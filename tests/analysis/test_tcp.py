@@ -457,6 +457,18 @@ def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Pat
     assert kinds == sorted([(rt.KIND_DATA_ACK, 10_000), (rt.KIND_TS_ECHO, 10_000)])
 
 
+def test_a_sequence_number_unwraps_to_the_nearest_position_and_behind_at_exactly_half_the_space() -> None:
+    """_unwrap places a 32-bit sequence number at the 64-bit position nearest the reference, across a wrap either
+    way; exactly 2**31 away (both candidates equally near) it takes the one behind, as RFC 1982 leaves it open
+    and a segment that far ahead cannot be in any window."""
+    isn = 0xFFFFFF00
+    for ref in (0, 10, 2**32 + 77, 5 * 2**32 - 3):
+        for d in (0, 1, -1, 2**31 - 1, -(2**31) + 1, 1000, -1000):
+            v32 = (isn + ref + d) & 0xFFFFFFFF
+            assert tf._unwrap(v32, isn, ref) == ref + d, (ref, d)
+        assert tf._unwrap((isn + ref + 2**31) & 0xFFFFFFFF, isn, ref) == ref - 2**31
+
+
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
     """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
     same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
