@@ -469,6 +469,27 @@ def test_a_sequence_number_unwraps_to_the_nearest_position_and_behind_at_exactly
         assert tf._unwrap((isn + ref + 2**31) & 0xFFFFFFFF, isn, ref) == ref - 2**31
 
 
+def test_sack_segments_are_counted_each_as_tshark_sees_them(tmp_path: Path) -> None:
+    """Two ACKs with one SACK block each (and one without): sack_segments counts 2, the frames in which tshark
+    finds a SACK option."""
+    def sack_ack(t, a, blocks):
+        opts = b"".join(struct.pack(">II", lo, hi) for lo, hi in blocks)
+        opts = (b"\x01\x01\x05" + bytes([2 + len(opts)]) + opts) if blocks else b""
+        tcp = struct.pack(">HHIIBBHHH", 80, 5000, 1, a, (5 + len(opts) // 4) << 4, 0x10, 1000, 0, 0) + opts
+        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, B, A)
+        return t, b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
+
+    pkts = [(0, _frame(A, B, 5000, 80, 1000, 1, 0x10, b"a" * 100)),
+            (10, _frame(A, B, 5000, 80, 1200, 1, 0x10, b"b" * 100)),
+            sack_ack(20, 1100, [(1200, 1300)]), sack_ack(30, 1100, [(1200, 1300)]), sack_ack(40, 1300, [])]
+    p = tmp_path / "sack.pcap"
+    write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
+    (r,) = flow_table(run_pass([p])).itertuples()
+    sacks = subprocess.run([require_program("tshark"), "-r", str(p), "-Y", "tcp.options.sack_le", "-T", "fields",
+                            "-e", "frame.number"], capture_output=True, text=True, check=True).stdout.split()
+    assert (r.resp_sack_segments, r.orig_sack_segments) == (len(sacks), 0) == (2, 0)
+
+
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
     """A flow seen from the middle (no handshake) whose sequence numbers wrap, with two zero-window probes of the
     same byte, the byte sent again once the window opens, and a keep-alive: no handshake RTT, bytes counted across
