@@ -428,6 +428,7 @@ def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_
     tp = run_pass([p], rule="wireshark")
     (r,) = flow_table(tp).itertuples()
     assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (1, 0)
+    assert (r.resp_first_time_ns, r.resp_last_time_ns, r.orig_first_time_ns) == (2_000, 50_600_000, 0)
     flags = subprocess.run(
         [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
          "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
