@@ -825,7 +825,7 @@ def test_interval_columns_are_named_and_sum_to_the_flow_table(synth) -> None:
         "retransmission_score", "ack_interarrival_mean_ns"]
     fl = flow_table(tp)
     sums = iv.groupby(["flow", "direction"], observed=True)[
-        ["packets", "wire_bytes", "payload_bytes", "goodput_bytes", "retransmitted_segments",
+        ["packets", "wire_bytes", "payload_bytes", "goodput_bytes", "retransmitted_segments", "retransmitted_bytes",
          "out_of_order_segments"]].sum()
     for d in ("orig", "resp"):
         per = sums.xs(d, level="direction").reindex(fl["flow"])
@@ -834,12 +834,15 @@ def test_interval_columns_are_named_and_sum_to_the_flow_table(synth) -> None:
         assert per["payload_bytes"].tolist() == fl[f"{d}_payload_bytes"].tolist()
         assert per["goodput_bytes"].tolist() == fl[f"{d}_unique_bytes"].tolist()
         assert per["retransmitted_segments"].tolist() == fl[f"{d}_retransmissions_tcptrace"].tolist()
+        assert per["retransmitted_bytes"].tolist() == fl[f"{d}_retransmitted_bytes_tcptrace"].tolist()
         assert per["out_of_order_segments"].tolist() == fl[f"{d}_out_of_order_tcptrace"].tolist()
     assert fl["orig_out_of_order_tcptrace"].tolist() == [t["reordered"] for t in truth.flows]
     ws = run_pass([path], rule="wireshark")  # the interval counters follow the rule of the pass
     fw = flow_table(ws)
     per = interval_table(ws.iv_rows, ws.t0_ns, ws.bin_ns).groupby(["flow", "direction"], observed=True)[
-        ["retransmitted_segments", "out_of_order_segments"]].sum().xs("orig", level="direction").reindex(fw["flow"])
+        ["retransmitted_segments", "retransmitted_bytes", "out_of_order_segments"]].sum().xs(
+        "orig", level="direction").reindex(fw["flow"])
     assert per["out_of_order_segments"].tolist() == fw["orig_out_of_order_wireshark"].tolist()
     assert per["retransmitted_segments"].tolist() == fw["orig_retransmissions_wireshark"].tolist()
+    assert per["retransmitted_bytes"].tolist() == fw["orig_retransmitted_bytes_wireshark"].tolist()
     assert fw["orig_out_of_order_wireshark"].sum() > len(fw)  # some flow has two in one bin
