@@ -441,7 +441,8 @@ def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_
 def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Path) -> None:
     """A 1-byte segment carrying TSval 100 (a segment with payload: its TSval is remembered however short it
     is), echoed 10 us later by the peer's ACK (TSecr 100): one timestamp-echo sample of 10 us, besides the
-    data-ACK sample of the same ACK."""
+    data-ACK sample of the same ACK. The peer's pure ACK carries TSval 900, which the next segment echoes: a
+    segment without payload is not remembered, so that echo gives no sample."""
     def ts_frame(src, dst, sport, dport, seq, ack, tsval, tsecr, payload=b""):
         tcp = (struct.pack(">HHIIBBHHH", sport, dport, seq, ack, 8 << 4, 0x10, 1000, 0, 0)
                + b"\x01\x01\x08\x0a" + struct.pack(">II", tsval, tsecr) + payload)
@@ -449,8 +450,9 @@ def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Pat
         return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
 
     p = tmp_path / "ts1.pcap"
-    write_pcap(p, [1_000, 11_000], [ts_frame(A, B, 5000, 80, 1000, 1, 100, 0, b"k"),
-                                    ts_frame(B, A, 80, 5000, 1, 1001, 900, 100)])
+    write_pcap(p, [1_000, 11_000, 31_000], [ts_frame(A, B, 5000, 80, 1000, 1, 100, 0, b"k"),
+                                            ts_frame(B, A, 80, 5000, 1, 1001, 900, 100),
+                                            ts_frame(A, B, 5000, 80, 1001, 1, 101, 900, b"l")])
     rows: list[np.ndarray] = []
     run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
     got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
@@ -489,6 +491,26 @@ def test_sack_segments_are_counted_each_as_tshark_sees_them(tmp_path: Path) -> N
     sacks = subprocess.run([require_program("tshark"), "-r", str(p), "-Y", "tcp.options.sack_le", "-T", "fields",
                             "-e", "frame.number"], capture_output=True, text=True, check=True).stdout.split()
     assert (r.resp_sack_segments, r.orig_sack_segments) == (len(sacks), 0) == (2, 0)
+
+
+def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
+    """Wireshark's out-of-order threshold is the flow's first RTT (SYN to the first ACK), and a zero one is taken
+    again from the next ACK: here the handshake's ACK shares the SYN's timestamp and the next ACK comes 50 ms
+    later, so the threshold is 50 ms and the gap's bytes 10 ms after nextseq moved are out of order, not a
+    retransmission (as tshark flags them; with the 3 ms default they would be one)."""
+    pkts = [(0, _frame(A, B, 5000, 80, 999, 0, 0x02)), (0, _frame(B, A, 80, 5000, 7000, 1000, 0x12)),
+            (0, _frame(A, B, 5000, 80, 1000, 7001, 0x10)), (50_000_000, _frame(A, B, 5000, 80, 1000, 7001, 0x10)),
+            (60_000_000, _frame(A, B, 5000, 80, 1000, 7001, 0x10, b"a" * 100)),
+            (61_000_000, _frame(A, B, 5000, 80, 1200, 7001, 0x10, b"c" * 100)),
+            (71_000_000, _frame(A, B, 5000, 80, 1100, 7001, 0x10, b"b" * 100))]
+    p = tmp_path / "rtt0.pcap"
+    write_pcap(p, [10**9 + t for t, _ in pkts], [f for _, f in pkts])  # Wireshark takes a SYN at 0 for none
+    (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
+    assert (r.orig_out_of_order_wireshark, r.orig_retransmissions_wireshark) == (1, 0)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.out_of_order", "-e",
+         "tcp.analysis.retransmission"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert flags[6].split("\t")[0] and not flags[6].split("\t")[1]
 
 
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
