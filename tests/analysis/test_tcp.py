@@ -493,6 +493,19 @@ def test_sack_segments_are_counted_each_as_tshark_sees_them(tmp_path: Path) -> N
     assert (r.resp_sack_segments, r.orig_sack_segments) == (len(sacks), 0) == (2, 0)
 
 
+def test_an_ack_stamped_with_its_segments_own_time_gives_a_zero_sample(tmp_path: Path) -> None:
+    """Timestamps of microsecond resolution can give a segment and its ACK the same time: the data-ACK sample is 0
+    ns and kept (the histograms record it as 1 ns, their lowest value), not dropped."""
+    p = tmp_path / "zero_rtt.pcap"
+    write_pcap(p, [5_000, 5_000], [_frame(A, B, 5000, 80, 1000, 1, 0x10, b"q" * 100),
+                                   _frame(B, A, 80, 5000, 1, 1100, 0x10)])
+    rows: list[np.ndarray] = []
+    tp = run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
+    got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
+    assert [(int(r[rt.R_KIND]), int(r[rt.R_RTT])) for r in got] == [(rt.KIND_DATA_ACK, 0)]
+    assert tp.rtt_hist[(0, 0)].total_count == 1
+
+
 def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
     """Wireshark's out-of-order threshold is the flow's first RTT (SYN to the first ACK), and a zero one is taken
     again from the next ACK: here the handshake's ACK shares the SYN's timestamp and the next ACK comes 50 ms
