@@ -395,18 +395,19 @@ def test_handshakes_at_time_zero_retransmitted_syns_fins_and_counters(tmp_path: 
 
 
 def test_an_mss_option_of_zero_is_recorded_as_zero(tmp_path: Path) -> None:
-    """A SYN whose MSS option holds 0 (invalid, but on the wire) has mss_bytes 0, as tshark reads its value; the
-    SYN-ACK without the option has -1 (no option)."""
-    tcp = struct.pack(">HHIIBBHHH", 1000, 80, 100, 0, 6 << 4, 0x02, 1000, 0, 0) + b"\x02\x04\x00\x00"
+    """A SYN whose MSS option holds 0 (invalid, but on the wire) and whose window scale shift is 0 has mss_bytes 0
+    and window_scale 0, as tshark reads them; the SYN-ACK without the options has -1 for both (no option)."""
+    tcp = (struct.pack(">HHIIBBHHH", 1000, 80, 100, 0, 7 << 4, 0x02, 1000, 0, 0) + b"\x02\x04\x00\x00"
+           + b"\x01\x03\x03\x00")
     ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, A, B)
     syn = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
     p = tmp_path / "mss0.pcap"
     write_pcap(p, [0, 1000], [syn, _frame(B, A, 80, 1000, 700, 101, 0x12)])
     (r,) = flow_table(run_pass([p])).itertuples()
-    assert (r.orig_mss_bytes, r.resp_mss_bytes) == (0, -1)
-    vals = subprocess.run([require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.options.mss_val"],
-                          capture_output=True, text=True, check=True).stdout.split("\n")
-    assert vals[:2] == ["0", ""]
+    assert (r.orig_mss_bytes, r.resp_mss_bytes, r.orig_window_scale, r.resp_window_scale) == (0, -1, 0, -1)
+    vals = subprocess.run([require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.options.mss_val",
+                           "-e", "tcp.options.wscale.shift"], capture_output=True, text=True, check=True).stdout
+    assert vals.split("\n")[:2] == ["0\t0", "\t"]
 
 
 def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_not_advance(tmp_path: Path) -> None:
