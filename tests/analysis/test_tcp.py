@@ -437,6 +437,8 @@ def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_
     iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
     by_dir = iv.groupby("direction", observed=True)["advancing_acks"].sum()
     assert (by_dir["resp"], by_dir["orig"]) == (2, 1)  # orig's ACK field (1) is its first ACK seen, once B is
+    gaps = iv[iv["direction"] == "resp"][["ack_interarrival_count", "ack_interarrival_sum_ns"]].sum()
+    assert gaps.tolist() == [1, 50_600_000 - 2_000]  # between the two advancing ACKs
 
 
 def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Path) -> None:
@@ -455,7 +457,9 @@ def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Pat
                                             ts_frame(B, A, 80, 5000, 1, 1001, 900, 100),
                                             ts_frame(A, B, 5000, 80, 1001, 1, 101, 900, b"l")])
     rows: list[np.ndarray] = []
-    run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
+    tp = run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
+    (r,) = flow_table(tp).itertuples()
+    assert (r.orig_timestamp_segments, r.resp_timestamp_segments) == (2, 1)
     got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
     kinds = sorted((int(r[rt.R_KIND]), int(r[rt.R_RTT])) for r in got)
     assert kinds == sorted([(rt.KIND_DATA_ACK, 10_000), (rt.KIND_TS_ECHO, 10_000)])
