@@ -511,6 +511,20 @@ def test_an_ack_stamped_with_its_segments_own_time_gives_a_zero_sample(tmp_path:
     assert tp.rtt_hist[(0, 0)].total_count == 1
 
 
+def test_bytes_below_a_mid_stream_flows_first_segment_are_new_and_a_syns_sequence_reused_is_not_a_syn(
+        tmp_path: Path) -> None:
+    """A flow seen from its middle: 100 bytes at 1000, then 100 at 800: the earlier bytes are new (unique 200)
+    and the 100 between them a hole (missed). Another flow's SYN at 100, then 10 data bytes at 100 without the
+    SYN flag: no SYN was sent again."""
+    pkts = [_frame(A, B, 5000, 80, 1000, 1, 0x10, b"m" * 100), _frame(A, B, 5000, 80, 800, 1, 0x10, b"n" * 100),
+            _frame(A, B, 6000, 80, 100, 0, 0x02), _frame(A, B, 6000, 80, 100, 1, 0x10, b"o" * 10)]
+    p = tmp_path / "below.pcap"
+    write_pcap(p, [1_000 * k for k in range(1, 5)], pkts)
+    mid, syn = flow_table(run_pass([p], rule="tcptrace")).sort_values("sport").itertuples()
+    assert (mid.orig_unique_bytes, mid.orig_missed_bytes) == (200, 100)
+    assert (syn.orig_syn_segments, syn.orig_syn_retransmissions) == (1, 0)
+
+
 def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
     """Wireshark's out-of-order threshold is the flow's first RTT (SYN to the first ACK), and a zero one is taken
     again from the next ACK: here the handshake's ACK shares the SYN's timestamp and the next ACK comes 50 ms
