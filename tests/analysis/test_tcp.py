@@ -366,7 +366,8 @@ def test_non_tcp_and_malformed_are_skipped_with_offsets(tmp_path: Path) -> None:
 def test_handshakes_at_time_zero_retransmitted_syns_fins_and_counters(tmp_path: Path) -> None:
     """A capture whose clock starts at 0 (as tcpdump -tt of a rebased trace): flow 1's SYN and SYN-ACK share
     t = 0 (equal timestamps are not backwards) and its handshake completes 300 ns later; flow 2's SYN is sent
-    again after 1 s, and its handshake RTT is measured from the first SYN. Flow 1 then carries 100 payload bytes,
+    again after 0.5 s and 1 s (three SYNs, two retransmissions), and its handshake RTT is measured from the first
+    SYN. Flow 1 then carries 100 payload bytes,
     a FIN sent twice and the peer's FIN: payload segments count only segments with payload, FIN segments count
     each FIN. Two frames cut short are two malformed packets."""
     s1 = s2 = 1000
@@ -377,18 +378,18 @@ def test_handshakes_at_time_zero_retransmitted_syns_fins_and_counters(tmp_path: 
             (500, _frame(B, A, 80, 1000, 7001, s1 + 101, 0x10)),
             (600, _frame(A, B, 1000, 80, s1 + 101, 7001, 0x11)), (700, _frame(A, B, 1000, 80, s1 + 101, 7001, 0x11)),
             (800, _frame(B, A, 80, 1000, 7001, s1 + 102, 0x11)), (900, _frame(A, B, 1000, 80, s1 + 102, 7002, 0x10)),
-            (950, syn1[:40]), (960, syn2[:44]),
+            (950, syn1[:40]), (960, syn2[:44]), (500_000_000, syn2),
             (1_000_000_000, syn2), (1_000_000_100, _frame(B, A, 80, 1001, 9000, s2 + 1, 0x12)),
             (1_000_000_400, _frame(A, B, 1001, 80, s2 + 1, 9001, 0x10))]
     p = tmp_path / "zero.pcap"
     write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
     tp = run_pass([p], rule="tcptrace")
     assert {k: tp.counters[k] for k in ("packets", "malformed_packets", "backwards_timestamps")} == {
-        "packets": 15, "malformed_packets": 2, "backwards_timestamps": 0}
+        "packets": 16, "malformed_packets": 2, "backwards_timestamps": 0}
     f1, f2 = flow_table(tp).sort_values("sport").itertuples()
     assert (f1.handshake, f1.handshake_rtt_ns, f1.syn_to_synack_ns) == ("complete", 300, 0)
     assert (f2.handshake, f2.handshake_rtt_ns, f2.syn_to_synack_ns) == ("complete", 1_000_000_400, 1_000_000_100)
-    assert (f2.orig_syn_segments, f2.orig_syn_retransmissions) == (2, 1)
+    assert (f2.orig_syn_segments, f2.orig_syn_retransmissions) == (3, 2)
     assert (f1.orig_packets, f1.orig_payload_segments, f1.orig_payload_bytes) == (6, 1, 100)
     assert f1.resp_payload_segments == 0
     assert (f1.orig_fin_segments, f1.orig_fin_retransmissions, f1.resp_fin_segments) == (2, 1, 1)
@@ -463,6 +464,25 @@ def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Pat
     got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
     kinds = sorted((int(r[rt.R_KIND]), int(r[rt.R_RTT])) for r in got)
     assert kinds == sorted([(rt.KIND_DATA_ACK, 10_000), (rt.KIND_TS_ECHO, 10_000)])
+
+
+def test_an_ack_without_the_timestamp_option_gives_no_echo_sample(tmp_path: Path) -> None:
+    """A flow whose sender stamps its segments (TSval 0 and TSecr 0: a timestamp clock may read 0) and whose peer
+    sends its ACK without the option (a middlebox stripping it one way): the ACK echoes nothing, so its only
+    sample is the data-ACK one, 10 us. The parser keeps the last TSecr it read in its packet row; only the
+    option's presence says whether this packet carries one."""
+    tcp = (struct.pack(">HHIIBBHHH", 5000, 80, 1000, 1, 8 << 4, 0x18, 1000, 0, 0) + b"\x01\x01\x08\x0a"
+           + struct.pack(">II", 0, 0) + b"m" * 10)
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, A, B)
+    p = tmp_path / "ts_one_way.pcap"
+    write_pcap(p, [1_000, 11_000], [b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp,
+                                    _frame(B, A, 80, 5000, 1, 1010, 0x10)])
+    rows: list[np.ndarray] = []
+    tp = run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
+    (r,) = flow_table(tp).itertuples()
+    assert (r.orig_timestamp_segments, r.resp_timestamp_segments) == (1, 0)
+    got = np.concatenate(rows) if rows else np.zeros((0, rt.N_R), np.int64)
+    assert sorted((int(x[rt.R_KIND]), int(x[rt.R_RTT])) for x in got) == [(rt.KIND_DATA_ACK, 10_000)]
 
 
 def test_a_sequence_number_unwraps_to_the_nearest_position_and_behind_at_exactly_half_the_space() -> None:
@@ -844,11 +864,12 @@ def test_prefetched_reader_hands_on_items_errors_and_stops_early() -> None:
 def test_a_flow_is_evictable_once_closed_both_ways_and_quiet_past_the_timeout() -> None:
     """tcp_flows.evictable at its limits: a flow whose FINs went both ways (or that saw a RST) leaves the table
     after more than the close timeout without a packet, exactly the timeout is not enough, one FIN is not a close;
-    any flow leaves after more than the idle timeout."""
+    any flow leaves after more than the idle timeout. The timeouts are the documented ones (docs/tcp.md: 5 s and
+    300 s), written out here so that a changed default fails this test rather than moving with it."""
     state = tf.new_state(flows=8)
     t = 10**15
     state["c"][tf.C_NFLOWS], state["c"][tf.C_LAST_TS] = 7, t
-    close, idle = tf.CLOSE_TIMEOUT_NS, tf.IDLE_TIMEOUT_NS
+    close, idle = 5_000_000_000, 300_000_000_000
     cases = [  # (FINs orig, FINs resp, RSTs orig, RSTs resp, time since the flow's last packet)
         (1, 1, 0, 0, close),          # 0: closed, exactly the timeout
         (1, 1, 0, 0, close + 1),      # 1: closed, past it
