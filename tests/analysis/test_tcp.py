@@ -542,6 +542,7 @@ def test_bytes_below_a_mid_stream_flows_first_segment_are_new_and_a_syns_sequenc
     write_pcap(p, [1_000 * k for k in range(1, 5)], pkts)
     mid, syn = flow_table(run_pass([p], rule="tcptrace")).sort_values("sport").itertuples()
     assert (mid.orig_unique_bytes, mid.orig_missed_bytes) == (200, 100)
+    assert mid.orig_seq_span_bytes == 100  # from the first segment seen: unique + missed exceed it (docs/tcp.md)
     assert (syn.orig_syn_segments, syn.orig_syn_retransmissions) == (1, 0)
 
 
