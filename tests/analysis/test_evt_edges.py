@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from decimal import Decimal, localcontext
 
 import numpy as np
@@ -231,14 +232,34 @@ def test_a_singular_hessian_falls_back_to_the_expected_information(monkeypatch):
 
 
 def test_a_fit_on_the_boundary_falls_back_to_the_expected_information():
-    """Uniform exceedances are a GPD with xi = -1, outside the region (xi > -0.5) where the observed information
-    is an asymptotic covariance: the fit says so and uses the expected information at its estimate."""
-    x = np.linspace(0.0, 1.0, 401)[1:]
-    m = evt.fit_gpd(x, 0.0)
-    assert m.xi < -0.5 and m.cov_method == "expected information"
+    """GPD(-0.8) exceedances: outside the region (xi > -0.5) where the observed information is an asymptotic
+    covariance, but above -1: the fit says so and uses the expected information at its estimate."""
+    y = genpareto.rvs(-0.8, scale=1.0, size=1000, random_state=np.random.default_rng(0))
+    m = evt.fit_gpd(y, 0.0)
+    assert -1 < m.xi < -0.5 and m.cov_method == "expected information"
     np.testing.assert_allclose(m.cov, evt.expected_information_cov(m.sigma, m.xi, m.n_exceed), rtol=1e-12)
     ok = evt.fit_gpd(genpareto.rvs(0.1, scale=2.0, size=400, random_state=np.random.default_rng(3)), 0.0)
     assert ok.cov_method == "observed information"
+
+
+def test_a_fit_below_xi_minus_one_warns_and_gives_no_covariance():
+    """Uniform exceedances are a GPD with xi = -1; their fit lands below -1 (here -1.027), where the likelihood is
+    unbounded at the support's end (Smith 1985): the fit warns, its upper endpoint is the largest exceedance, and
+    standard errors, Wald and delta-method intervals are NaN with the reason instead of a math domain error (the
+    expected information's variance of sigma is negative there). Bounded tails reach this often: 12 to 19 of 20
+    uniform samples of 20 to 1,000 values did (seed 1)."""
+    x = np.linspace(0.0, 1.0, 401)[1:]
+    with pytest.warns(UserWarning, match=r"xi = -1\.027 < -1, where the likelihood is unbounded"):
+        m = evt.fit_gpd(x, 0.0)
+    assert m.xi < -1 and m.cov_method == evt.NO_COVARIANCE
+    assert m.upper_endpoint == pytest.approx(1.0, rel=1e-12)
+    assert math.isnan(m.se_sigma) and math.isnan(m.se_xi) and all(math.isnan(v) for v in m.wald_ci()["xi"])
+    rl = m.return_level_delta(10_000)
+    assert math.isnan(rl.low) and "unbounded" in rl.method and 0.99 < rl.level <= 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert evt.fit_gpd(genpareto.rvs(-0.8, scale=1.0, size=1000, random_state=np.random.default_rng(0)),
+                           0.0).xi > -1  # no warning above -1
 
 
 def test_profile_interval_ends_are_the_nearest_crossings_on_each_side_of_the_estimate():

@@ -650,6 +650,14 @@ MUTATIONS = (
          "test_a_latency_of_exactly_max_latency_is_out_of_range_also_for_a_pre_packet_that_stepped_back",),
         hint="match_kernel.py",
     ),
+    Mutation(
+        "gpd-below-minus-one-covariance",
+        "a GPD fit below xi = -1 (where the likelihood is unbounded) goes on to the information matrices, whose "
+        "variance of sigma is negative there: standard errors end in a math domain error instead of NaN",
+        (("    if xi < -1.0:\n        # the likelihood grows", "    if xi < -2.0:\n        # the likelihood grows"),),
+        ("tests/analysis/test_evt_edges.py::test_a_fit_below_xi_minus_one_warns_and_gives_no_covariance",),
+        hint="evt.py",
+    ),
 )
 
 

@@ -3,13 +3,18 @@ GPD return levels per repeat, and clusters among the worst-5000 packets."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import genpareto
 
+from benchbook.analysis import evt
 from benchbook.analysis import pos_evaluator_data as pe
 from benchbook.reproduce import evaluator_tails
 from benchbook.reproduce.registry import load_entry
+from benchbook.reproduce.verdict import Verdict
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +64,31 @@ def test_worst_clusters(cat):
     w = pe.read_worst(cat[cat.worst_path.notna()].iloc[0].worst_path)
     assert np.isclose(w.latency.min() / 1000, cl.threshold_us.min()) or np.isclose(
         w.latency.min() / 1000, cl.threshold_us.max())
+
+
+def test_return_level_rows_name_why_a_bounded_tail_has_no_interval():
+    """The row's caveat follows the fitted shape: below -1 (uniform exceedances, a fit at -1.03) the likelihood is
+    unbounded and there is no delta interval; between -1 and -0.5 (a fit at -0.83) the expected information is not
+    positive definite, so no interval either, for that reason; above -0.5 nothing is added."""
+    samples = {"uniform": np.linspace(0.0, 1.0, 401)[1:],
+               "gpd-0.8": genpareto.rvs(-0.8, scale=1.0, size=1000, random_state=np.random.default_rng(0)),
+               "gpd+0.1": genpareto.rvs(0.1, scale=1.0, size=1000, random_state=np.random.default_rng(0))}
+    recs = []
+    for name, y in samples.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the fit below -1 warns (tested in test_evt_edges)
+            m = evt.fit_gpd(y, 0.0)
+        rl = m.return_level_delta(10_000)
+        recs.append({"name": name, "folder": "f", "fit_repeat": 0, "threshold_us": 0.0, "n_exceed": m.n_exceed,
+                     "n_total": m.n_total, "observed_max_us": float(y.max()), "xi": m.xi,
+                     "return_level_us": rl.level, "ci_low_us": rl.low, "ci_high_us": rl.high,
+                     "profile_low_us": np.nan, "profile_high_us": np.nan, "others_max_us": {1: 0.5},
+                     "others_inside": 0, "others_above": 0, "others_below": 0, "others_inside_profile": 0})
+    v = Verdict("x")
+    evaluator_tails.return_level_rows(v, pd.DataFrame(recs))
+    notes = {r.name.split(",")[0]: r.note for r in v.rows}
+    assert notes["uniform"].endswith("xi < -1: the likelihood is unbounded at the support's end (Smith 1985): no "
+                                     "delta interval")
+    assert notes["gpd-0.8"].endswith("xi <= -0.5: no delta-method interval (the information matrix is not "
+                                     "positive definite)")
+    assert "Smith" not in notes["gpd+0.1"]

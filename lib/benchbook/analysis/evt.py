@@ -54,6 +54,9 @@ def gpd_nll(sigma: float, xi: float, y: np.ndarray) -> float:
     return k * math.log(sigma) + (1.0 + 1.0 / xi) * float(np.log1p(t).sum())
 
 
+NO_COVARIANCE = "none (xi < -1: the likelihood is unbounded at the support's end)"
+
+
 def expected_information_cov(sigma: float, xi: float, k: int) -> np.ndarray:
     """Asymptotic covariance of (sigma_hat, xi_hat) from the expected information (xi > -0.5)."""
     return (1.0 + xi) / k * np.array([[2.0 * sigma**2, -sigma], [-sigma, 1.0 + xi]])
@@ -217,6 +220,14 @@ def fit_gpd(data: np.ndarray, threshold: float, n_total: int | None = None) -> P
     if res.fun <= gpd_nll(sigma, xi, y):
         sigma, xi = float(res.x[0]), float(res.x[1])
     nll = gpd_nll(sigma, xi, y)
+    if xi < -1.0:
+        # the likelihood grows without bound as the support's end approaches the largest exceedance (Smith 1985):
+        # the estimate is that endpoint, and neither information matrix is an asymptotic covariance
+        warnings.warn(f"GPD fit over threshold {threshold:g}: xi = {xi:.4g} < -1, where the likelihood is unbounded at "
+                      "the support's end (Smith 1985): the fitted upper endpoint is the largest exceedance, and there "
+                      "are no standard errors, Wald or delta-method intervals", stacklevel=2)
+        return PotModel(threshold=float(threshold), sigma=sigma, xi=xi, n_exceed=k, n_total=n,
+                        cov=np.full((2, 2), math.nan), loglik=-nll, method="mle", cov_method=NO_COVARIANCE)
     cov, cov_method = None, "observed information"
     try:
         # sigma's step relative to sigma alone (it carries the data's unit: a floor of 1e-2 made the step of a

@@ -65,7 +65,9 @@ def return_level_rows(verdict, table) -> dict[str, int]:
             continue
         others = ", ".join(f"r{k}={v:.2f}" for k, v in rec.others_max_us.items())
         caveat = ""
-        if rec.xi <= -0.5:
+        if rec.xi < -1:
+            caveat = "; xi < -1: the likelihood is unbounded at the support's end (Smith 1985): no delta interval"
+        elif rec.xi <= -0.5:
             caveat = ("; xi <= -0.5: the GPD likelihood is not regular there (Smith 1985), so the interval "
                       "is not reliable" if np.isfinite(rec.ci_low_us) else
                       "; xi <= -0.5: no delta-method interval (the information matrix is not positive definite)")
