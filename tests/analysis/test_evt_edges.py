@@ -249,8 +249,9 @@ def test_a_fit_below_xi_minus_one_warns_and_gives_no_covariance():
     expected information's variance of sigma is negative there). Bounded tails reach this often: 12 to 19 of 20
     uniform samples of 20 to 1,000 values did (seed 1)."""
     x = np.linspace(0.0, 1.0, 401)[1:]
-    with pytest.warns(UserWarning, match=r"xi = -1\.027 < -1, where the likelihood is unbounded"):
+    with pytest.warns(UserWarning, match=r"xi = -1\.027 < -1, where the likelihood is unbounded") as caught:
         m = evt.fit_gpd(x, 0.0)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     assert m.xi < -1 and m.cov_method == evt.NO_COVARIANCE
     assert m.upper_endpoint == pytest.approx(1.0, rel=1e-12)
     assert math.isnan(m.se_sigma) and math.isnan(m.se_xi) and all(math.isnan(v) for v in m.wald_ci()["xi"])
