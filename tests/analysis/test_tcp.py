@@ -546,6 +546,36 @@ def test_bytes_below_a_mid_stream_flows_first_segment_are_new_and_a_syns_sequenc
     assert (syn.orig_syn_segments, syn.orig_syn_retransmissions) == (1, 0)
 
 
+def test_a_flow_seen_without_its_syn_keeps_wiresharks_default_threshold(tmp_path: Path) -> None:
+    """A flow whose SYN the capture missed has no first RTT: Wireshark's out-of-order threshold stays its 3 ms
+    default, however late the first packet is (here 1 s after the epoch). The gap's bytes 10 ms after nextseq
+    moved are then a retransmission, as tshark flags them, not out of order."""
+    pkts = [(0, _frame(A, B, 5000, 80, 1000, 7001, 0x10, b"a" * 100)),
+            (1_000_000, _frame(A, B, 5000, 80, 1200, 7001, 0x10, b"c" * 100)),
+            (11_000_000, _frame(A, B, 5000, 80, 1100, 7001, 0x10, b"b" * 100))]
+    p = tmp_path / "nosyn.pcap"
+    write_pcap(p, [10**9 + t for t, _ in pkts], [f for _, f in pkts])
+    (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
+    assert not r.start_seen
+    assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (1, 0)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
+         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert flags[2].split("\t")[0] and not flags[2].split("\t")[1], flags
+
+
+def test_timestamps_stepping_back_are_counted_each_and_named(tmp_path: Path) -> None:
+    """Two packets stamped earlier than the packet before them (captures concatenated, not merged by time): the
+    pass counts each (backwards_timestamps 2) and says so in its messages; a repeated time is not backwards."""
+    seg = [_frame(A, B, 5000, 80, 1000 + 10 * k, 1, 0x10, b"x" * 10) for k in range(6)]
+    p = tmp_path / "back.pcap"
+    write_pcap(p, [1_000, 3_000, 2_000, 2_000, 5_000, 4_000], seg)
+    tp = run_pass([p])
+    assert tp.counters["backwards_timestamps"] == 2
+    assert any(m.startswith("2 packet(s) stamped earlier than the packet before them") for m in tp.messages), \
+        tp.messages
+
+
 def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
     """Wireshark's out-of-order threshold is the flow's first RTT (SYN to the first ACK), and a zero one is taken
     again from the next ACK: here the handshake's ACK shares the SYN's timestamp and the next ACK comes 50 ms

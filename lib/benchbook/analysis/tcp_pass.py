@@ -286,6 +286,10 @@ def run_pass(paths: Sequence[str | Path], bin_ns: int = 100_000_000, rule: str =
         messages.append(
             f"{files[int(c[tf.C_MAL_FILE])]}: at byte offset {int(c[tf.C_MAL_OFF])}: IP/TCP header cut short or with "
             f"impossible lengths; {counters['malformed_packets']} such packet(s) skipped")
+    if c[tf.C_BACKWARDS]:
+        messages.append(f"{counters['backwards_timestamps']} packet(s) stamped earlier than the packet before them (in "
+                        "the order read): RTTs, bins and timeouts take their times as they are; captures that overlap "
+                        "in time are read in the order given, not merged (mergecap merges them)")
     if c[tf.C_NOT_TCP]:
         messages.append(f"{counters['non_tcp_packets']} non-TCP packet(s) skipped (other protocols, non-first "
                         f"fragments)")
