@@ -576,6 +576,46 @@ def test_timestamps_stepping_back_are_counted_each_and_named(tmp_path: Path) -> 
         tp.messages
 
 
+def test_ack_interarrivals_in_one_bin_are_counted_each(tmp_path: Path) -> None:
+    """Three advancing ACKs 2 ms and 3 ms apart within one 100 ms bin: two inter-arrivals, 5 ms in all, a mean of
+    2.5 ms; a duplicate ACK between them does not advance and adds none."""
+    def seg(t, seq):
+        return t, _frame(A, B, 5000, 80, seq, 1, 0x10, b"s" * 100)
+
+    def ack(t, a):
+        return t, _frame(B, A, 80, 5000, 1, a, 0x10)
+
+    pkts = [seg(0, 1000), ack(1_000_000, 1100), seg(1_500_000, 1100), ack(3_000_000, 1200), ack(4_000_000, 1200),
+            seg(4_500_000, 1200), ack(6_000_000, 1300)]
+    p = tmp_path / "iat.pcap"
+    write_pcap(p, [10**9 + t for t, _ in pkts], [f for _, f in pkts])
+    tp = run_pass([p])
+    iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
+    (resp,) = iv[iv["direction"] == "resp"].itertuples()
+    assert (resp.advancing_acks, resp.ack_interarrival_count, resp.ack_interarrival_sum_ns) == (3, 2, 5_000_000)
+    assert resp.ack_interarrival_mean_ns == 2_500_000
+
+
+def test_a_syn_at_time_zero_gives_a_first_rtt_where_wireshark_takes_none(tmp_path: Path) -> None:
+    """A documented difference (docs/tcp-corpus.md): a SYN stamped exactly at the epoch. Wireshark keeps its first
+    RTT's SYN time as 0 for "none" and so stays at its 3 ms default; benchbook takes 0 as a time, so the first RTT
+    is the 50 ms to the first ACK and the gap's bytes 10 ms after nextseq moved are out of order here, a
+    retransmission to tshark. A capture one second later agrees (test_a_first_rtt_of_zero_...)."""
+    pkts = [(0, _frame(A, B, 5000, 80, 999, 0, 0x02)), (0, _frame(B, A, 80, 5000, 7000, 1000, 0x12)),
+            (50_000_000, _frame(A, B, 5000, 80, 1000, 7001, 0x10)),
+            (60_000_000, _frame(A, B, 5000, 80, 1000, 7001, 0x10, b"a" * 100)),
+            (61_000_000, _frame(A, B, 5000, 80, 1200, 7001, 0x10, b"c" * 100)),
+            (71_000_000, _frame(A, B, 5000, 80, 1100, 7001, 0x10, b"b" * 100))]
+    p = tmp_path / "syn0.pcap"
+    write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
+    (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
+    assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (0, 1)
+    flags = subprocess.run(
+        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
+         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert flags[5].split("\t")[0] and not flags[5].split("\t")[1], flags  # tshark: a retransmission
+
+
 def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
     """Wireshark's out-of-order threshold is the flow's first RTT (SYN to the first ACK), and a zero one is taken
     again from the next ACK: here the handshake's ACK shares the SYN's timestamp and the next ACK comes 50 ms
