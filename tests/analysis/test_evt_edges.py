@@ -252,7 +252,9 @@ def test_a_fit_below_xi_minus_one_warns_and_gives_no_covariance():
     with pytest.warns(UserWarning, match=r"xi = -1\.027 < -1, where the likelihood is unbounded") as caught:
         m = evt.fit_gpd(x, 0.0)
     assert caught[0].filename == __file__  # the warning points at the caller's line
-    assert m.xi < -1 and m.cov_method == evt.NO_COVARIANCE
+    assert m.xi < -1 and (m.method, m.cov_method) == (
+        "mle", "none (xi < -1: the likelihood is unbounded at the support's end)")
+    assert m.loglik == -evt.gpd_nll(m.sigma, m.xi, x)  # the log-likelihood at the estimate, as for any fit
     assert m.upper_endpoint == pytest.approx(1.0, rel=1e-12)
     assert math.isnan(m.se_sigma) and math.isnan(m.se_xi) and all(math.isnan(v) for v in m.wald_ci()["xi"])
     rl = m.return_level_delta(10_000)
