@@ -520,7 +520,8 @@ def test_an_unpaired_claim_without_an_interval_projects_from_the_spread(tmp_path
     need = planned_runs(math.log(np.median(a) / np.median(b)), se, 2 / (1 / 3 + 1 / 5), 0.0)
     assert c.verdict == "inconclusive" and c.ci95 is None and c.runs == [3, 5] and need > 6
     assert c.runs_needed == need
-    assert c.reason.endswith(f"; no interval yet; about {need} runs per arm would likely decide")
+    assert c.reason.endswith(f"under-cover); no interval; about {need} runs per arm would likely decide"), c.reason
+    assert c.reason.count("no interval") == 1  # the effect's reason says it once
 
 
 def test_one_run_per_arm_asks_for_the_minimum(tmp_path):
@@ -528,11 +529,11 @@ def test_one_run_per_arm_asks_for_the_minimum(tmp_path):
     c = judge_claim(claim_of(tmp_path, claim("gt", "a > b", "a:thr", "b:thr")),
                     runs_data(recs("a", "thr", [100.0]), recs("b", "thr", [90.0])))
     assert c.verdict == "inconclusive" and c.runs_needed == 6
-    assert c.reason.endswith("; no interval yet; about 6 runs per arm would likely decide")
+    assert c.reason.endswith("under-cover); no interval; about 6 runs per arm would likely decide"), c.reason
     p = judge_claim(claim_of(tmp_path, claim("gt", "a > b", "x:a", "x:b")),
                     runs_data(recs("x", "a", [100.0]), recs("x", "b", [90.0])))
     assert p.runs_needed == 6 and p.reason == ("1 run(s): the 95 % order-statistic interval of a median needs at "
-                                               "least 6 runs; no interval yet; about 6 runs would likely decide")
+                                               "least 6 runs; about 6 runs would likely decide")
 
 
 def test_delta_on_the_margin_is_undecidable(tmp_path):
@@ -919,7 +920,7 @@ def test_a_paired_claim_at_a_look_alpha_names_the_runs_its_interval_needs():
     c = judge_claim(Claim("c", "c", "a > b", a=StatisticRef("x", "a"), b=StatisticRef("x", "b")), data, alpha=0.0125)
     assert (c.verdict, c.ci95, c.runs_needed) == ("inconclusive", None, 8), c.reason
     assert c.reason.startswith("6 run(s): the 98.75 % order-statistic interval of a median needs at least 8 runs; "
-                               "no interval yet; about 8 runs would likely decide"), c.reason
+                               "about 8 runs would likely decide"), c.reason
     assert paired_effect(d, alpha=0.0125).min_runs == 8 and paired_effect(d[:5]).min_runs == 6
     assert paired_effect(np.append(d, [0.36, 0.37]), alpha=0.0125).ci95 is not None     # and 8 give one
 

@@ -544,9 +544,10 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     if verdict == INCONCLUSIVE:
         res.runs_needed = _needed(effect, gap_estimate, delta, alpha)
         per = " per arm" if not paired else ""
-        res.reason = (f"{effect.reason + '; ' if effect.reason else ''}"
-                      + (f"the {level_text(1 - alpha)} interval of Delta holds 0" if delta == 0.0 and effect.ci95 else
-                         "the intervals overlap the claimed range" if effect.ci95 else "no interval yet")
+        # an effect without an interval says why in its reason; "no interval yet" only where it does not
+        why = (f"the {level_text(1 - alpha)} interval of Delta holds 0" if delta == 0.0 and effect.ci95 else
+               "the intervals overlap the claimed range" if effect.ci95 else effect.reason or "no interval yet")
+        res.reason = (f"{effect.reason + '; ' if effect.reason and effect.ci95 else ''}{why}"
                       + (f"; about {res.runs_needed} runs{per} would likely decide" if res.runs_needed else
                          "; Delta sits on the boundary: more runs are unlikely to decide"))
     return res
