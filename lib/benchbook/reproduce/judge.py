@@ -314,7 +314,7 @@ class Effect:
     runs: float            # runs (paired) or the harmonic mean of both arms' runs (unpaired), for runs_needed
     method: str
     seed: int | None = None
-    reason: str = ""
+    reason: str = ""       # why there is no interval (empty when there is one)
     min_runs: int = MIN_RUNS   # the runs (per arm) an interval at this alpha needs at least
 
 
@@ -544,12 +544,11 @@ def judge_claim(claim: Claim, data: RunStatistics, seed: int = DEFAULT_SEED, sou
     if verdict == INCONCLUSIVE:
         res.runs_needed = _needed(effect, gap_estimate, delta, alpha)
         per = " per arm" if not paired else ""
-        # an effect without an interval says why in its reason; "no interval yet" only where it does not
+        # an effect without an interval says why in its reason (and has one only then)
         why = (f"the {level_text(1 - alpha)} interval of Delta holds 0" if delta == 0.0 and effect.ci95 else
-               "the intervals overlap the claimed range" if effect.ci95 else effect.reason or "no interval yet")
-        res.reason = (f"{effect.reason + '; ' if effect.reason and effect.ci95 else ''}{why}"
-                      + (f"; about {res.runs_needed} runs{per} would likely decide" if res.runs_needed else
-                         "; Delta sits on the boundary: more runs are unlikely to decide"))
+               "the intervals overlap the claimed range" if effect.ci95 else effect.reason)
+        res.reason = why + (f"; about {res.runs_needed} runs{per} would likely decide" if res.runs_needed else
+                            "; Delta sits on the boundary: more runs are unlikely to decide")
     return res
 
 
