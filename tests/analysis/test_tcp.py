@@ -332,6 +332,23 @@ def _frame(src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags
 A, B = 0x0A000001, 0x0A000002
 
 
+def _ts_frame(src: int, dst: int, sport: int, dport: int, seq: int, ack: int, tsval: int, tsecr: int,
+              payload: bytes = b"", flags: int = 0x10) -> bytes:
+    """_frame with a timestamp option (NOP, NOP, TS) carrying tsval and tsecr."""
+    tcp = (struct.pack(">HHIIBBHHH", sport, dport, seq, ack, 8 << 4, flags, 1000, 0, 0)
+           + b"\x01\x01\x08\x0a" + struct.pack(">II", tsval, tsecr) + payload)
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
+
+
+def _tshark_rx_ooo(path: Path) -> list[tuple[bool, bool]]:
+    """Per frame: whether tshark flags it a retransmission and whether out of order."""
+    out = subprocess.run([require_program("tshark"), "-r", str(path), "-T", "fields", "-e",
+                          "tcp.analysis.retransmission", "-e", "tcp.analysis.out_of_order"],
+                         capture_output=True, text=True, check=True).stdout
+    return [(bool(rx), bool(ooo)) for rx, ooo in (line.split("\t") for line in out.splitlines())]
+
+
 def test_truncated_capture_names_file_and_offset(synth, tmp_path: Path) -> None:
     path, truth = synth
     data = path.read_bytes()
@@ -431,10 +448,7 @@ def test_a_pure_ack_does_not_move_wiresharks_nextseq_time_and_duplicate_acks_do_
     (r,) = flow_table(tp).itertuples()
     assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (1, 0)
     assert (r.resp_first_time_ns, r.resp_last_time_ns, r.orig_first_time_ns) == (2_000, 50_600_000, 0)
-    flags = subprocess.run(
-        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
-         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert [bool(line.strip()) for line in flags][6] and not flags[6].split("\t")[1]
+    assert _tshark_rx_ooo(p)[6] == (True, False)
     iv = interval_table(tp.iv_rows, tp.t0_ns, tp.bin_ns)
     by_dir = iv.groupby("direction", observed=True)["advancing_acks"].sum()
     assert (by_dir["resp"], by_dir["orig"]) == (2, 1)  # orig's ACK field counts once B's direction exists
@@ -447,16 +461,10 @@ def test_a_one_byte_segment_with_a_timestamp_gives_its_echo_sample(tmp_path: Pat
     is), echoed 10 us later by the peer's ACK (TSecr 100): one timestamp-echo sample of 10 us, besides the
     data-ACK sample of the same ACK. The peer's pure ACK carries TSval 900, which the next segment echoes: a
     segment without payload is not remembered, so that echo gives no sample."""
-    def ts_frame(src, dst, sport, dport, seq, ack, tsval, tsecr, payload=b""):
-        tcp = (struct.pack(">HHIIBBHHH", sport, dport, seq, ack, 8 << 4, 0x10, 1000, 0, 0)
-               + b"\x01\x01\x08\x0a" + struct.pack(">II", tsval, tsecr) + payload)
-        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
-        return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
-
     p = tmp_path / "ts1.pcap"
-    write_pcap(p, [1_000, 11_000, 31_000], [ts_frame(A, B, 5000, 80, 1000, 1, 100, 0, b"k"),
-                                            ts_frame(B, A, 80, 5000, 1, 1001, 900, 100),
-                                            ts_frame(A, B, 5000, 80, 1001, 1, 101, 900, b"l")])
+    write_pcap(p, [1_000, 11_000, 31_000], [_ts_frame(A, B, 5000, 80, 1000, 1, 100, 0, b"k"),
+                                            _ts_frame(B, A, 80, 5000, 1, 1001, 900, 100),
+                                            _ts_frame(A, B, 5000, 80, 1001, 1, 101, 900, b"l")])
     rows: list[np.ndarray] = []
     tp = run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
     (r,) = flow_table(tp).itertuples()
@@ -471,11 +479,8 @@ def test_an_ack_without_the_timestamp_option_gives_no_echo_sample(tmp_path: Path
     sends its ACK without the option (a middlebox stripping it one way): the ACK echoes nothing, so its only
     sample is the data-ACK one, 10 us. The parser keeps the last TSecr it read in its packet row; only the
     option's presence says whether this packet carries one."""
-    tcp = (struct.pack(">HHIIBBHHH", 5000, 80, 1000, 1, 8 << 4, 0x18, 1000, 0, 0) + b"\x01\x01\x08\x0a"
-           + struct.pack(">II", 0, 0) + b"m" * 10)
-    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, A, B)
     p = tmp_path / "ts_one_way.pcap"
-    write_pcap(p, [1_000, 11_000], [b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp,
+    write_pcap(p, [1_000, 11_000], [_ts_frame(A, B, 5000, 80, 1000, 1, 0, 0, b"m" * 10, flags=0x18),
                                     _frame(B, A, 80, 5000, 1, 1010, 0x10)])
     rows: list[np.ndarray] = []
     tp = run_pass([p], on_rtt=lambda block: rows.append(block.copy()))
@@ -558,10 +563,7 @@ def test_a_flow_seen_without_its_syn_keeps_wiresharks_default_threshold(tmp_path
     (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
     assert not r.start_seen
     assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (1, 0)
-    flags = subprocess.run(
-        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
-         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert flags[2].split("\t")[0] and not flags[2].split("\t")[1], flags
+    assert _tshark_rx_ooo(p)[2] == (True, False)
 
 
 def test_timestamps_stepping_back_are_counted_each_and_named(tmp_path: Path) -> None:
@@ -610,10 +612,7 @@ def test_a_syn_at_time_zero_gives_a_first_rtt_where_wireshark_takes_none(tmp_pat
     write_pcap(p, [t for t, _ in pkts], [f for _, f in pkts])
     (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
     assert (r.orig_retransmissions_wireshark, r.orig_out_of_order_wireshark) == (0, 1)
-    flags = subprocess.run(
-        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.retransmission", "-e",
-         "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert flags[5].split("\t")[0] and not flags[5].split("\t")[1], flags  # tshark: a retransmission
+    assert _tshark_rx_ooo(p)[5] == (True, False)  # tshark: a retransmission
 
 
 def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) -> None:
@@ -630,10 +629,7 @@ def test_a_first_rtt_of_zero_is_taken_again_from_the_next_ack(tmp_path: Path) ->
     write_pcap(p, [10**9 + t for t, _ in pkts], [f for _, f in pkts])  # Wireshark takes a SYN at 0 for none
     (r,) = flow_table(run_pass([p], rule="wireshark")).itertuples()
     assert (r.orig_out_of_order_wireshark, r.orig_retransmissions_wireshark) == (1, 0)
-    flags = subprocess.run(
-        [require_program("tshark"), "-r", str(p), "-T", "fields", "-e", "tcp.analysis.out_of_order", "-e",
-         "tcp.analysis.retransmission"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert flags[6].split("\t")[0] and not flags[6].split("\t")[1]
+    assert _tshark_rx_ooo(p)[6] == (False, True)
 
 
 def test_mid_stream_flow_wrap_keepalive_and_zero_window_probe(tmp_path: Path) -> None:
